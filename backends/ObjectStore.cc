@@ -1,0 +1,103 @@
+#include "backends/ObjectStore.h"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <memory>
+
+namespace tierfs::backends {
+namespace {
+
+template <typename T>
+struct PendingCall {
+  std::atomic<bool> answered{false};
+  std::atomic<TimerQueue::TimerId> timer{0};
+  Callback<T> done;
+  std::string what;
+};
+
+std::string objectOp(std::string_view op, const std::string& oid) {
+  return fmt::format("{} '{}'", op, oid);
+}
+
+}  // namespace
+
+template <typename T>
+Callback<T> ObjectStore::withDeadline(Callback<T> done, Deadline& deadline, std::string what) {
+  deadline = deadline.orAfter(defaultTimeout_);
+  auto call = std::make_shared<PendingCall<T>>();
+  call->done = std::move(done);
+  call->what = std::move(what);
+  auto budgetMs =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline.remaining()).count();
+  call->timer = timers_.schedule(deadline.when(), [call, budgetMs] {
+    if (call->answered.exchange(true)) return;
+    call->done(failure(Status::timedOut(
+        fmt::format("{}: no answer within the deadline of {} ms", call->what, budgetMs))));
+  });
+  return [this, call](Result<T> r) {
+    if (call->answered.exchange(true)) return;  // the deadline fired first
+    timers_.cancel(call->timer);
+    if (!r) r = failure(r.error().withContext(call->what));
+    call->done(std::move(r));
+  };
+}
+
+void ObjectStore::read(const std::string& oid, std::uint64_t offset, std::uint64_t length,
+                       Callback<std::string> done, Deadline deadline) {
+  auto cb = withDeadline(std::move(done), deadline, objectOp("read", oid));
+  readImpl(oid, offset, length, std::move(cb), deadline);
+}
+
+void ObjectStore::stat(const std::string& oid, Callback<ObjectStat> done, Deadline deadline) {
+  auto cb = withDeadline(std::move(done), deadline, objectOp("stat", oid));
+  statImpl(oid, std::move(cb), deadline);
+}
+
+void ObjectStore::getXattr(const std::string& oid, const std::string& name,
+                           Callback<std::string> done, Deadline deadline) {
+  auto what = fmt::format("get xattr '{}' of '{}'", name, oid);
+  auto cb = withDeadline(std::move(done), deadline, std::move(what));
+  getXattrImpl(oid, name, std::move(cb), deadline);
+}
+
+void ObjectStore::omapGet(const std::string& oid, std::vector<std::string> keys,
+                          Callback<std::map<std::string, std::string>> done, Deadline deadline) {
+  auto cb = withDeadline(std::move(done), deadline, objectOp("omap get on", oid));
+  omapGetImpl(oid, std::move(keys), std::move(cb), deadline);
+}
+
+void ObjectStore::omapList(const std::string& oid, OmapListArgs args, Callback<OmapPage> done,
+                           Deadline deadline) {
+  auto cb = withDeadline(std::move(done), deadline, objectOp("omap list on", oid));
+  omapListImpl(oid, std::move(args), std::move(cb), deadline);
+}
+
+void ObjectStore::listObjects(const std::string& cursor, std::uint32_t maxEntries,
+                              Callback<ObjectPage> done, Deadline deadline) {
+  auto cb = withDeadline(std::move(done), deadline, "list objects of " + describe());
+  listObjectsImpl(cursor, maxEntries, std::move(cb), deadline);
+}
+
+void ObjectStore::mutate(const std::string& oid, WriteOp op, Callback<std::uint64_t> done,
+                         Deadline deadline) {
+  auto cb = withDeadline(std::move(done), deadline, objectOp("write", oid));
+  mutateImpl(oid, std::move(op), std::move(cb), deadline);
+}
+
+void ObjectStore::writeFull(const std::string& oid, std::string data, Callback<std::uint64_t> done,
+                            Deadline deadline) {
+  mutate(oid, std::move(WriteOp().writeFull(std::move(data))), std::move(done), deadline);
+}
+
+void ObjectStore::createExclusive(const std::string& oid, std::string data,
+                                  Callback<std::uint64_t> done, Deadline deadline) {
+  mutate(oid, std::move(WriteOp().createExclusive().writeFull(std::move(data))), std::move(done),
+         deadline);
+}
+
+void ObjectStore::remove(const std::string& oid, Callback<std::uint64_t> done, Deadline deadline) {
+  mutate(oid, std::move(WriteOp().remove()), std::move(done), deadline);
+}
+
+}  // namespace tierfs::backends

@@ -1,0 +1,67 @@
+#pragma once
+
+#include <future>
+#include <memory>
+
+#include "backends/ObjectStore.h"
+
+namespace tierfs::backends {
+
+// Runs an asynchronous store call and waits for its answer. `start` receives the callback to pass
+// on. Never call from a store callback (it would wait on itself).
+template <typename T, typename Start>
+Result<T> waitFor(Start&& start) {
+  auto promise = std::make_shared<std::promise<Result<T>>>();
+  auto future = promise->get_future();
+  start([promise](Result<T> r) { promise->set_value(std::move(r)); });
+  return future.get();
+}
+
+// Blocking view of an ObjectStore, for tools, tests and start-up code. Same semantics and
+// errors as the asynchronous calls; does not own the store.
+class SyncStore {
+ public:
+  explicit SyncStore(ObjectStore& store) : store_(store) {}
+
+  ObjectStore& store() { return store_; }
+
+  Result<std::string> read(const std::string& oid, std::uint64_t offset = 0,
+                           std::uint64_t length = kToEnd, Deadline d = {}) {
+    return waitFor<std::string>([&](auto cb) { store_.read(oid, offset, length, cb, d); });
+  }
+  Result<ObjectStat> stat(const std::string& oid, Deadline d = {}) {
+    return waitFor<ObjectStat>([&](auto cb) { store_.stat(oid, cb, d); });
+  }
+  Result<std::string> getXattr(const std::string& oid, const std::string& name, Deadline d = {}) {
+    return waitFor<std::string>([&](auto cb) { store_.getXattr(oid, name, cb, d); });
+  }
+  Result<std::map<std::string, std::string>> omapGet(const std::string& oid,
+                                                     std::vector<std::string> keys,
+                                                     Deadline d = {}) {
+    return waitFor<std::map<std::string, std::string>>(
+        [&](auto cb) { store_.omapGet(oid, std::move(keys), cb, d); });
+  }
+  Result<OmapPage> omapList(const std::string& oid, OmapListArgs args, Deadline d = {}) {
+    return waitFor<OmapPage>([&](auto cb) { store_.omapList(oid, std::move(args), cb, d); });
+  }
+  Result<ObjectPage> listObjects(const std::string& cursor, std::uint32_t max, Deadline d = {}) {
+    return waitFor<ObjectPage>([&](auto cb) { store_.listObjects(cursor, max, cb, d); });
+  }
+  Result<std::uint64_t> mutate(const std::string& oid, WriteOp op, Deadline d = {}) {
+    return waitFor<std::uint64_t>([&](auto cb) { store_.mutate(oid, std::move(op), cb, d); });
+  }
+  Result<std::uint64_t> writeFull(const std::string& oid, std::string data, Deadline d = {}) {
+    return mutate(oid, std::move(WriteOp().writeFull(std::move(data))), d);
+  }
+  Result<std::uint64_t> createExclusive(const std::string& oid, std::string data, Deadline d = {}) {
+    return mutate(oid, std::move(WriteOp().createExclusive().writeFull(std::move(data))), d);
+  }
+  Result<std::uint64_t> remove(const std::string& oid, Deadline d = {}) {
+    return mutate(oid, std::move(WriteOp().remove()), d);
+  }
+
+ private:
+  ObjectStore& store_;
+};
+
+}  // namespace tierfs::backends

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# `tierfs object` against the test cluster and a dir store: put, get, stat, ls, rm, and the
+# errors a user sees for a missing object, a missing pool and bad flags.
+set -euo pipefail
+tierfs=$1
+env_file=$2
+# shellcheck disable=SC1090
+source "$env_file"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+rados_flags=(--backend rados --conf "$TIERFS_CEPH_CONF" --keyring "$TIERFS_CEPH_KEYRING"
+             --user "$TIERFS_CEPH_USER" --pool "$TIERFS_CEPH_POOL" --namespace "cli-$$")
+dir_flags=(--backend dir --path "$work/store")
+
+head -c 5000000 /dev/urandom > "$work/in"
+for flags in rados dir; do
+  if [[ $flags == rados ]]; then f=("${rados_flags[@]}"); else f=("${dir_flags[@]}"); fi
+  "$tierfs" object put "${f[@]}" blob "$work/in"
+  "$tierfs" object get "${f[@]}" blob "$work/out"
+  cmp "$work/in" "$work/out" || fail "$flags: object read back differs"
+  echo piped | "$tierfs" object put "${f[@]}" small
+  [[ $("$tierfs" object get "${f[@]}" small) == piped ]] || fail "$flags: stdin/stdout round trip"
+  "$tierfs" object stat "${f[@]}" blob | grep -q '^size: *5000000$' || fail "$flags: stat size"
+  [[ $("$tierfs" object ls "${f[@]}" | sort | tr '\n' ' ') == "blob small " ]] ||
+    fail "$flags: ls shows $("$tierfs" object ls "${f[@]}" | tr '\n' ' ')"
+  "$tierfs" object rm "${f[@]}" blob
+  if "$tierfs" object get "${f[@]}" blob > /dev/null 2> "$work/err"; then
+    fail "$flags: get of a removed object succeeded"
+  fi
+  grep -q "NotFound: read 'blob'" "$work/err" || fail "$flags: unclear error: $(cat "$work/err")"
+  echo "ok: $flags back end"
+done
+
+set +e
+"$tierfs" object ls "${rados_flags[@]:0:8}" --pool no-such-pool 2> "$work/err"; rc=$?
+set -e
+[[ $rc == 1 ]] && grep -q "pool 'no-such-pool' does not exist" "$work/err" ||
+  fail "missing pool: rc=$rc $(cat "$work/err")"
+set +e
+"$tierfs" object get --backend nfs x 2> "$work/err"; rc=$?
+set -e
+[[ $rc == 2 ]] && grep -q -- "--backend" "$work/err" || fail "bad flag: rc=$rc $(cat "$work/err")"
+echo "ok: errors"
+echo "cli_objects: 3 passed, 0 failed"

@@ -1,0 +1,11 @@
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace tierfs::tools {
+
+// `tierfs object put|get|stat|rm|ls`: raw object access to a back end, for admins and tests.
+// The chosen command's exit status is written to `exitCode` (0 ok, 1 failed).
+void addObjectCommands(CLI::App& app, int& exitCode);
+
+}  // namespace tierfs::tools
