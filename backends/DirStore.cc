@@ -132,7 +132,7 @@ Result<std::string> DirStore::readSync(const std::string& oid, std::uint64_t off
 }
 
 void DirStore::readImpl(const std::string& oid, std::uint64_t offset, std::uint64_t length,
-                        Callback<std::string> done, Deadline deadline) {
+                        Callback<Bytes> done, Deadline deadline) {
   submit(std::move(done), deadline, [=, this] { return readSync(oid, offset, length); });
 }
 

@@ -44,7 +44,7 @@ class DirStore final : public ObjectStore {
 
  protected:
   void readImpl(const std::string& oid, std::uint64_t offset, std::uint64_t length,
-                Callback<std::string> done, Deadline deadline) override;
+                Callback<Bytes> done, Deadline deadline) override;
   void statImpl(const std::string& oid, Callback<ObjectStat> done, Deadline deadline) override;
   void getXattrImpl(const std::string& oid, const std::string& name, Callback<std::string> done,
                     Deadline deadline) override;

@@ -76,14 +76,18 @@ void FaultyStore::route(FaultOp op, const std::string& oid, Callback<T> done,
     case FaultAction::kFailAfterApply:
       return forward([done, error = rule->error](Result<T>) { done(failure(error)); });
     case FaultAction::kCorruptRead:
-      if constexpr (std::is_same_v<T, std::string>) {
+      if constexpr (std::is_same_v<T, Bytes>) {
         std::uint64_t pickByte;
         {
           std::lock_guard lock(mu_);
           pickByte = rng_();
         }
         return forward([done, pickByte](Result<T> r) {
-          if (r && !r->empty()) (*r)[pickByte % r->size()] ^= 0x5a;
+          if (r && !r->empty()) {
+            std::string damaged = r->toString();
+            damaged[pickByte % damaged.size()] ^= 0x5a;
+            r = Bytes(std::move(damaged));
+          }
           done(std::move(r));
         });
       }
@@ -92,8 +96,8 @@ void FaultyStore::route(FaultOp op, const std::string& oid, Callback<T> done,
 }
 
 void FaultyStore::readImpl(const std::string& oid, std::uint64_t offset, std::uint64_t length,
-                           Callback<std::string> done, Deadline deadline) {
-  route<std::string>(FaultOp::kRead, oid, std::move(done), [=, this](Callback<std::string> cb) {
+                           Callback<Bytes> done, Deadline deadline) {
+  route<Bytes>(FaultOp::kRead, oid, std::move(done), [=, this](Callback<Bytes> cb) {
     inner_.read(oid, offset, length, std::move(cb), deadline);
   });
 }

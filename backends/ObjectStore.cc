@@ -6,6 +6,20 @@
 #include <memory>
 
 namespace tierfs::backends {
+
+// What a call is, for its error messages. Formatted only when there is an error to report,
+// not on every call of the hot path.
+struct CallName {
+  const char* verb;
+  std::string object;
+  std::string detail;  // e.g. the xattr name; may be empty
+
+  std::string text() const {
+    if (detail.empty()) return fmt::format("{} '{}'", verb, object);
+    return fmt::format("{} '{}' of '{}'", verb, detail, object);
+  }
+};
+
 namespace {
 
 template <typename T>
@@ -13,75 +27,70 @@ struct PendingCall {
   std::atomic<bool> answered{false};
   std::atomic<TimerQueue::TimerId> timer{0};
   Callback<T> done;
-  std::string what;
+  CallName name;
 };
-
-std::string objectOp(std::string_view op, const std::string& oid) {
-  return fmt::format("{} '{}'", op, oid);
-}
 
 }  // namespace
 
 template <typename T>
-Callback<T> ObjectStore::withDeadline(Callback<T> done, Deadline& deadline, std::string what) {
+Callback<T> ObjectStore::withDeadline(Callback<T> done, Deadline& deadline, CallName name) {
   deadline = deadline.orAfter(defaultTimeout_);
   auto call = std::make_shared<PendingCall<T>>();
   call->done = std::move(done);
-  call->what = std::move(what);
+  call->name = std::move(name);
   auto budgetMs =
       std::chrono::duration_cast<std::chrono::milliseconds>(deadline.remaining()).count();
   call->timer = timers_.schedule(deadline.when(), [call, budgetMs] {
     if (call->answered.exchange(true)) return;
     call->done(failure(Status::timedOut(
-        fmt::format("{}: no answer within the deadline of {} ms", call->what, budgetMs))));
+        fmt::format("{}: no answer within the deadline of {} ms", call->name.text(), budgetMs))));
   });
   return [this, call](Result<T> r) {
     if (call->answered.exchange(true)) return;  // the deadline fired first
     timers_.cancel(call->timer);
-    if (!r) r = failure(r.error().withContext(call->what));
+    if (!r) r = failure(r.error().withContext(call->name.text()));
     call->done(std::move(r));
   };
 }
 
 void ObjectStore::read(const std::string& oid, std::uint64_t offset, std::uint64_t length,
-                       Callback<std::string> done, Deadline deadline) {
-  auto cb = withDeadline(std::move(done), deadline, objectOp("read", oid));
+                       Callback<Bytes> done, Deadline deadline) {
+  auto cb = withDeadline(std::move(done), deadline, {"read", oid, {}});
   readImpl(oid, offset, length, std::move(cb), deadline);
 }
 
 void ObjectStore::stat(const std::string& oid, Callback<ObjectStat> done, Deadline deadline) {
-  auto cb = withDeadline(std::move(done), deadline, objectOp("stat", oid));
+  auto cb = withDeadline(std::move(done), deadline, {"stat", oid, {}});
   statImpl(oid, std::move(cb), deadline);
 }
 
 void ObjectStore::getXattr(const std::string& oid, const std::string& name,
                            Callback<std::string> done, Deadline deadline) {
-  auto what = fmt::format("get xattr '{}' of '{}'", name, oid);
-  auto cb = withDeadline(std::move(done), deadline, std::move(what));
+  auto cb = withDeadline(std::move(done), deadline, {"get xattr", oid, name});
   getXattrImpl(oid, name, std::move(cb), deadline);
 }
 
 void ObjectStore::omapGet(const std::string& oid, std::vector<std::string> keys,
                           Callback<std::map<std::string, std::string>> done, Deadline deadline) {
-  auto cb = withDeadline(std::move(done), deadline, objectOp("omap get on", oid));
+  auto cb = withDeadline(std::move(done), deadline, {"omap get on", oid, {}});
   omapGetImpl(oid, std::move(keys), std::move(cb), deadline);
 }
 
 void ObjectStore::omapList(const std::string& oid, OmapListArgs args, Callback<OmapPage> done,
                            Deadline deadline) {
-  auto cb = withDeadline(std::move(done), deadline, objectOp("omap list on", oid));
+  auto cb = withDeadline(std::move(done), deadline, {"omap list on", oid, {}});
   omapListImpl(oid, std::move(args), std::move(cb), deadline);
 }
 
 void ObjectStore::listObjects(const std::string& cursor, std::uint32_t maxEntries,
                               Callback<ObjectPage> done, Deadline deadline) {
-  auto cb = withDeadline(std::move(done), deadline, "list objects of " + describe());
+  auto cb = withDeadline(std::move(done), deadline, {"list objects of", describe(), {}});
   listObjectsImpl(cursor, maxEntries, std::move(cb), deadline);
 }
 
 void ObjectStore::mutate(const std::string& oid, WriteOp op, Callback<std::uint64_t> done,
                          Deadline deadline) {
-  auto cb = withDeadline(std::move(done), deadline, objectOp("write", oid));
+  auto cb = withDeadline(std::move(done), deadline, {"write", oid, {}});
   mutateImpl(oid, std::move(op), std::move(cb), deadline);
 }
 

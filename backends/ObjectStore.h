@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/WriteOp.h"
+#include "common/Bytes.h"
 #include "common/Deadline.h"
 #include "common/Result.h"
 #include "common/TimerQueue.h"
@@ -43,6 +44,8 @@ struct ObjectPage {
   bool more = false;
 };
 
+struct CallName;  // what a call is, for its error messages (ObjectStore.cc)
+
 // A flat namespace of named objects with data, xattrs and an ordered key-value map (omap): the
 // operations the volume format needs, with RADOS semantics on every implementation.
 //
@@ -70,7 +73,7 @@ class ObjectStore {
 
   // Reads up to `length` bytes at `offset` (kToEnd: to the end). Past the end: fewer bytes or none.
   void read(const std::string& oid, std::uint64_t offset, std::uint64_t length,
-            Callback<std::string> done, Deadline deadline = {});
+            Callback<Bytes> done, Deadline deadline = {});
   void stat(const std::string& oid, Callback<ObjectStat> done, Deadline deadline = {});
   void getXattr(const std::string& oid, const std::string& name, Callback<std::string> done,
                 Deadline deadline = {});
@@ -102,7 +105,7 @@ class ObjectStore {
   // Implementations answer through `done` exactly once. The base class has already applied the
   // deadline (a late answer is dropped) and adds the operation and object to error messages.
   virtual void readImpl(const std::string& oid, std::uint64_t offset, std::uint64_t length,
-                        Callback<std::string> done, Deadline deadline) = 0;
+                        Callback<Bytes> done, Deadline deadline) = 0;
   virtual void statImpl(const std::string& oid, Callback<ObjectStat> done, Deadline deadline) = 0;
   virtual void getXattrImpl(const std::string& oid, const std::string& name,
                             Callback<std::string> done, Deadline deadline) = 0;
@@ -119,7 +122,7 @@ class ObjectStore {
  private:
   // Wraps `done` so that it runs once: with the answer, or with TimedOut at the deadline.
   template <typename T>
-  Callback<T> withDeadline(Callback<T> done, Deadline& deadline, std::string what);
+  Callback<T> withDeadline(Callback<T> done, Deadline& deadline, CallName name);
 
   Duration defaultTimeout_;
   TimerQueue timers_;

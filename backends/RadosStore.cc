@@ -172,7 +172,7 @@ void RadosStore::finished() {
 }
 
 void RadosStore::readImpl(const std::string& oid, std::uint64_t offset, std::uint64_t length,
-                          Callback<std::string> done, Deadline) {
+                          Callback<Bytes> done, Deadline) {
   auto bl = std::make_shared<librados::bufferlist>();
   auto request = std::make_unique<Request>();
   request->submit = [=](librados::IoCtx& io, librados::AioCompletion* c) {
@@ -182,7 +182,10 @@ void RadosStore::readImpl(const std::string& oid, std::uint64_t offset, std::uin
   };
   request->finish = [bl, done = std::move(done)](int rc, std::uint64_t) {
     if (rc < 0) return done(failure(radosError(rc, "rados read")));
-    done(toString(*bl));
+    // The reply's data is usually one buffer: hand it over as it is. c_str() joins the pieces
+    // (one copy) only when it is not.
+    std::string_view view(bl->length() ? bl->c_str() : "", bl->length());
+    done(Bytes::shared(bl, view));
   };
   admit(std::move(request));
 }
@@ -307,9 +310,14 @@ void addGuard(librados::ObjectWriteOperation& op, const WriteOp::Guard& guard, G
   }
 }
 
+// The WriteOp outlives the request (the request's callbacks own it), so object data is handed
+// to librados without a copy, as librados' own synchronous calls do.
 void addMutation(librados::ObjectWriteOperation& op, const WriteOp::Mutation& m) {
   if (const auto* w = std::get_if<WriteOp::WriteFull>(&m)) {
-    op.write_full(toBufferlist(w->data));
+    librados::bufferlist bl;
+    bl.append(ceph::buffer::create_static(static_cast<unsigned>(w->data.size()),
+                                          const_cast<char*>(w->data.data())));
+    op.write_full(bl);
   } else if (const auto* x = std::get_if<WriteOp::SetXattr>(&m)) {
     op.setxattr(x->name.c_str(), toBufferlist(x->value));
   } else if (const auto* s = std::get_if<WriteOp::OmapSet>(&m)) {
@@ -335,7 +343,7 @@ void RadosStore::mutateImpl(const std::string& oid, WriteOp op, Callback<std::ui
     for (const auto& m : shared->mutations()) addMutation(wop, m);
     return io.aio_operate(oid, c, &wop);
   };
-  request->finish = [outputs, done = std::move(done)](int rc, std::uint64_t version) {
+  request->finish = [outputs, shared, done = std::move(done)](int rc, std::uint64_t version) {
     // A successful cmpxattr as the last sub-op makes the op return 1: only r < 0 is failure.
     if (rc == -ECANCELED) {
       return done(failure(Status::preconditionFailed(

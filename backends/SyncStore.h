@@ -25,9 +25,9 @@ class SyncStore {
 
   ObjectStore& store() { return store_; }
 
-  Result<std::string> read(const std::string& oid, std::uint64_t offset = 0,
-                           std::uint64_t length = kToEnd, Deadline d = {}) {
-    return waitFor<std::string>([&](auto cb) { store_.read(oid, offset, length, cb, d); });
+  Result<Bytes> read(const std::string& oid, std::uint64_t offset = 0,
+                     std::uint64_t length = kToEnd, Deadline d = {}) {
+    return waitFor<Bytes>([&](auto cb) { store_.read(oid, offset, length, cb, d); });
   }
   Result<ObjectStat> stat(const std::string& oid, Deadline d = {}) {
     return waitFor<ObjectStat>([&](auto cb) { store_.stat(oid, cb, d); });

@@ -21,7 +21,8 @@ TimerQueue::TimerId TimerQueue::schedule(Clock::time_point when, std::function<v
     id = nextId_++;
     due_.emplace(std::make_pair(when, id), std::move(fn));
     whenById_.emplace(id, when);
-    earliest = due_.begin()->first.second == id;
+    earliest = when < wakeAt_;
+    if (earliest) wakeAt_ = when;
   }
   if (earliest) wake_.notify_one();
   return id;
@@ -40,6 +41,7 @@ void TimerQueue::run() {
   std::unique_lock lock(mu_);
   while (!stopping_) {
     if (due_.empty()) {
+      wakeAt_ = Clock::time_point::max();
       wake_.wait(lock);
       continue;
     }
@@ -47,6 +49,7 @@ void TimerQueue::run() {
     // A copy: the node may be cancelled (erased) while we wait without the lock.
     const Clock::time_point when = first->first.first;
     if (when > Clock::now()) {
+      wakeAt_ = when;
       wake_.wait_until(lock, when);
       continue;
     }

@@ -35,6 +35,9 @@ class TimerQueue {
   std::map<std::pair<Clock::time_point, TimerId>, std::function<void()>> due_;
   std::map<TimerId, Clock::time_point> whenById_;
   TimerId nextId_ = 1;
+  // When the timer thread will next wake by itself: schedule() wakes it only for an earlier
+  // callback, so the common case (a later deadline per call) costs no context switch.
+  Clock::time_point wakeAt_ = Clock::time_point::max();
   bool stopping_ = false;
   std::thread thread_;  // last: started after the state above exists
 };

@@ -31,6 +31,8 @@ struct PhaseResult {
 };
 
 // Keeps `inFlight` calls outstanding until the time is up: the closed loop rados bench runs.
+// As in rados bench, the calling thread issues every call and completions only count and wake
+// it, so the store's completion thread is not also the submitting thread.
 class ClosedLoop {
  public:
   using Issue = std::function<void(std::uint64_t seq, std::function<void(Status, std::uint64_t)>)>;
@@ -39,50 +41,46 @@ class ClosedLoop {
       : inFlight_(inFlight), seconds_(seconds), issue_(std::move(issue)) {}
 
   PhaseResult run(const std::string& phase) {
-    start_ = Clock::now();
     result_.phase = phase;
-    for (unsigned i = 0; i < inFlight_; ++i) launch();
+    const auto start = Clock::now();
+    const auto end =
+        start + std::chrono::duration_cast<Duration>(std::chrono::duration<double>(seconds_));
     std::unique_lock lock(mu_);
-    idle_.wait(lock, [this] { return outstanding_ == 0; });
-    result_.seconds = std::chrono::duration<double>(Clock::now() - start_).count();
+    for (std::uint64_t seq = 0; Clock::now() < end; ++seq) {
+      slotFree_.wait(lock, [this] { return outstanding_ < inFlight_; });
+      ++outstanding_;
+      lock.unlock();
+      issue(seq);
+      lock.lock();
+    }
+    slotFree_.wait(lock, [this] { return outstanding_ == 0; });
+    result_.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     return result_;
   }
 
  private:
-  void launch() {
-    std::uint64_t seq;
-    {
-      std::lock_guard lock(mu_);
-      if (std::chrono::duration<double>(Clock::now() - start_).count() >= seconds_) return;
-      seq = next_++;
-      ++outstanding_;
-    }
+  void issue(std::uint64_t seq) {
     auto began = Clock::now();
     issue_(seq, [this, began](Status s, std::uint64_t bytes) {
       double latency = std::chrono::duration<double>(Clock::now() - began).count();
-      {
-        std::lock_guard lock(mu_);
-        if (s.isOk()) {
-          ++result_.ops;
-          result_.bytes += bytes;
-          result_.latencySum += latency;
-        } else if (result_.errors++ == 0) {
-          result_.firstError = s.toString();
-        }
-      }
-      launch();
       std::lock_guard lock(mu_);
-      if (--outstanding_ == 0) idle_.notify_all();
+      if (s.isOk()) {
+        ++result_.ops;
+        result_.bytes += bytes;
+        result_.latencySum += latency;
+      } else if (result_.errors++ == 0) {
+        result_.firstError = s.toString();
+      }
+      --outstanding_;
+      slotFree_.notify_one();
     });
   }
 
   unsigned inFlight_;
   double seconds_;
   Issue issue_;
-  std::mutex mu_;
-  std::condition_variable idle_;
-  Clock::time_point start_;
-  std::uint64_t next_ = 0;
+  std::mutex mu_;  // guards the members below
+  std::condition_variable slotFree_;
   unsigned outstanding_ = 0;
   PhaseResult result_;
 };
@@ -129,7 +127,7 @@ Status runBench(const BenchArgs& args) {
       pick = rng() % written.ops;
     }
     store->read(name(pick), 0, backends::kToEnd,
-                [done](Result<std::string> r) { done(statusOf(r), r ? r->size() : 0); });
+                [done](Result<Bytes> r) { done(statusOf(r), r ? r->size() : 0); });
   });
   PhaseResult read = reader.run("rand");
   report(read, size, args.inFlight, args.json);

@@ -51,7 +51,7 @@ Result<std::string> readInput(const std::string& file) {
   }
 }
 
-Status writeOutput(const std::string& file, const std::string& data) {
+Status writeOutput(const std::string& file, std::string_view data) {
   if (!file.empty() && file != "-") return writeFileDurably(file, data);
   if (std::fwrite(data.data(), 1, data.size(), stdout) != data.size() || std::fflush(stdout)) {
     return Status::ioError("writing standard output");

@@ -1,17 +1,27 @@
 #!/usr/bin/env bash
-# RadosStore against `rados bench`, side by side in one run on one fresh local cluster
-# (BlueStore on a sparse file, so the OSD does real I/O): 4 MiB and 128 KiB objects at 1, 16 and
-# 64 requests in flight, write then random read, each for --seconds. Prints a Markdown table with
-# the ratio tierfs / rados bench. Usage: tests/bench/rados_compare.sh [--seconds N] [--build DIR]
+# RadosStore against `rados bench`, side by side in one run on one fresh local cluster: 4 MiB and
+# 128 KiB objects at 1, 16 and 64 requests in flight, write then random read, each phase for
+# --seconds. Runs go in ABBA order (rados, tierfs, tierfs, rados; --pairs N repeats that) and
+# are averaged, so that a drift of the cluster weighs on both alike. Prints a Markdown table
+# with the ratio tierfs / rados bench.
+#   --memstore   OSD on memstore: no device noise, so the clients' own costs show (default)
+#   --bluestore  OSD on BlueStore over a sparse file: the OSD does real disk I/O
+# Usage: tests/bench/rados_compare.sh [--seconds N] [--pairs N] [--memstore|--bluestore]
+#                                     [--build DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 seconds=5
+pairs=1
+store=--memstore
 build=build
 while [[ $# -gt 0 ]]; do
   case $1 in
     --seconds) seconds=$2; shift 2 ;;
+    --pairs) pairs=$2; shift 2 ;;
+    --memstore|--bluestore) store=$1; shift ;;
     --build) build=$2; shift 2 ;;
-    *) echo "usage: $0 [--seconds N] [--build DIR]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--seconds N] [--pairs N] [--memstore|--bluestore] [--build DIR]" >&2
+       exit 2 ;;
   esac
 done
 
@@ -22,7 +32,11 @@ tierfs=$build/tools/tierfs
 
 cluster=$(mktemp -d /tmp/tierfs-bench-XXXXXX)
 trap 'deploy/dev-cluster/stop.sh --purge "$cluster" > /dev/null' EXIT
-deploy/dev-cluster/start.sh --bluestore "$cluster" > /dev/null
+if [[ $store == --bluestore ]]; then
+  deploy/dev-cluster/start.sh --bluestore "$cluster" > /dev/null
+else
+  deploy/dev-cluster/start.sh "$cluster" > /dev/null
+fi
 # shellcheck disable=SC1091
 source "$cluster/client.env"
 rados=(rados -c "$TIERFS_CEPH_CONF" -n "$TIERFS_CEPH_USER" -p "$TIERFS_CEPH_POOL")
@@ -46,13 +60,23 @@ tierfs_bench() {  # SIZE THREADS -> "write_mib rand_mib"
 }
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
+mean() { tr ' ' '\n' <<< "$*" | awk '{ s += $1; n++ } END { printf "%.1f", s / n }'; }
+cell() { echo "$(mean "$@") ($(printf '%.0f/' "$@" | sed 's|/$||'))"; }
 
+echo "OSD: ${store#--}, ${seconds} s per phase; MiB/s, mean of $((2 * pairs)) runs (each run in parentheses)"
 echo "| object | in flight | write rados bench | write tierfs | ratio | rand read rados bench | rand read tierfs | ratio |"
 echo "|---|---|---|---|---|---|---|---|"
 for size in 4M 128K; do
   for threads in 1 16 64; do
-    read -r rw rr <<< "$(rados_bench "$size" "$threads")"
-    read -r tw tr <<< "$(tierfs_bench "$size" "$threads")"
-    echo "| $size | $threads | $rw MiB/s | $tw MiB/s | $(ratio "$tw" "$rw") | $rr MiB/s | $tr MiB/s | $(ratio "$tr" "$rr") |"
+    rw=() rr=() tw=() tr=()
+    for ((p = 0; p < pairs; p++)); do
+      read -r a b <<< "$(rados_bench "$size" "$threads")"; rw+=("$a"); rr+=("$b")
+      read -r a b <<< "$(tierfs_bench "$size" "$threads")"; tw+=("$a"); tr+=("$b")
+      read -r a b <<< "$(tierfs_bench "$size" "$threads")"; tw+=("$a"); tr+=("$b")
+      read -r a b <<< "$(rados_bench "$size" "$threads")"; rw+=("$a"); rr+=("$b")
+    done
+    echo "| $size | $threads | $(cell "${rw[@]}") | $(cell "${tw[@]}") |" \
+         "$(ratio "$(mean "${tw[@]}")" "$(mean "${rw[@]}")") |" \
+         "$(cell "${rr[@]}") | $(cell "${tr[@]}") | $(ratio "$(mean "${tr[@]}")" "$(mean "${rr[@]}")") |"
   done
 done

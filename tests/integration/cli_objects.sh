@@ -43,4 +43,36 @@ set +e
 set -e
 [[ $rc == 2 ]] && grep -q -- "--backend" "$work/err" || fail "bad flag: rc=$rc $(cat "$work/err")"
 echo "ok: errors"
-echo "cli_objects: 3 passed, 0 failed"
+
+# The same back end from a config file; flags override single keys; bad keys name file and line.
+cat > "$work/tierfs.toml" <<TOML
+[backend]
+type = "rados"
+timeout = "20s"
+requests_in_flight = 8
+
+[backend.rados]
+conf = "$TIERFS_CEPH_CONF"
+keyring = "$TIERFS_CEPH_KEYRING"
+user = "$TIERFS_CEPH_USER"
+pool = "$TIERFS_CEPH_POOL"
+namespace = "cli-$$"
+TOML
+[[ $("$tierfs" object get --config "$work/tierfs.toml" small) == piped ]] ||
+  fail "config file: could not read the object written with flags"
+"$tierfs" object ls --config "$work/tierfs.toml" --namespace "other-$$" > "$work/out"
+[[ ! -s "$work/out" ]] || fail "--namespace did not override the file: $(cat "$work/out")"
+printf '[backend]\ntype = "rados"\ntimeuot = "5s"\n' > "$work/bad.toml"
+set +e
+"$tierfs" object ls --config "$work/bad.toml" 2> "$work/err"; rc=$?
+set -e
+[[ $rc == 1 ]] && grep -q "bad.toml:3: unknown key 'timeuot' in \[backend\]" "$work/err" ||
+  fail "bad key: rc=$rc $(cat "$work/err")"
+printf '[backend]\nrequests_in_flight = "many"\n' > "$work/bad.toml"
+set +e
+"$tierfs" object ls --config "$work/bad.toml" 2> "$work/err"; rc=$?
+set -e
+grep -q "bad.toml:2: \[backend\] requests_in_flight must be an integer" "$work/err" ||
+  fail "bad value: rc=$rc $(cat "$work/err")"
+echo "ok: config file"
+echo "cli_objects: all checks passed"

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <future>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "common/TimerQueue.h"
@@ -35,6 +36,18 @@ TEST(TimerQueueTest, RunsCallbacksInTimeOrderNotBefore) {
   EXPECT_GE(Clock::now() - start, milliseconds(60));
   std::lock_guard l(mu);
   EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
+}
+
+TEST(TimerQueueTest, AnEarlierCallbackWakesTheSleepingThread) {
+  TimerQueue timers;
+  timers.schedule(Clock::now() + std::chrono::seconds(5), [] {});
+  std::this_thread::sleep_for(milliseconds(20));  // let the thread go to sleep until +5 s
+  std::promise<Clock::time_point> ran;
+  auto start = Clock::now();
+  timers.schedule(start + milliseconds(50), [&] { ran.set_value(Clock::now()); });
+  auto when = ran.get_future().get();
+  EXPECT_GE(when - start, milliseconds(50));
+  EXPECT_LT(when - start, std::chrono::seconds(4)) << "it waited for the later callback";
 }
 
 TEST(TimerQueueTest, CancelledCallbacksNeverRun) {
