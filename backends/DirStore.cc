@@ -229,7 +229,7 @@ void DirStore::mutateImpl(const std::string& oid, WriteOp op, Callback<std::uint
   submit(std::move(done), deadline, [=, this, op = std::move(op)] { return mutateSync(oid, op); });
 }
 
-Result<std::uint64_t> DirStore::writeDataFile(const std::string& oid, const std::string& data) {
+Result<std::uint64_t> DirStore::writeDataFile(const std::string& oid, std::string_view data) {
   std::uint64_t id = nextDataId_++;
   TIERFS_RETURN_IF_ERROR(writeNewFile(dataPath(oid, id), data, options_.durable));
   return id;

@@ -79,7 +79,7 @@ class DirStore final : public ObjectStore {
                        const std::string& what);
 
   std::filesystem::path dataPath(const std::string& oid, std::uint64_t dataId) const;
-  Result<std::uint64_t> writeDataFile(const std::string& oid, const std::string& data);
+  Result<std::uint64_t> writeDataFile(const std::string& oid, std::string_view data);
   void unlinkDataFile(const std::string& oid, std::uint64_t dataId);
   std::mutex& stripeFor(const std::string& oid);
 

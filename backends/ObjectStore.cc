@@ -94,13 +94,13 @@ void ObjectStore::mutate(const std::string& oid, WriteOp op, Callback<std::uint6
   mutateImpl(oid, std::move(op), std::move(cb), deadline);
 }
 
-void ObjectStore::writeFull(const std::string& oid, std::string data, Callback<std::uint64_t> done,
+void ObjectStore::writeFull(const std::string& oid, Bytes data, Callback<std::uint64_t> done,
                             Deadline deadline) {
   mutate(oid, std::move(WriteOp().writeFull(std::move(data))), std::move(done), deadline);
 }
 
-void ObjectStore::createExclusive(const std::string& oid, std::string data,
-                                  Callback<std::uint64_t> done, Deadline deadline) {
+void ObjectStore::createExclusive(const std::string& oid, Bytes data, Callback<std::uint64_t> done,
+                                  Deadline deadline) {
   mutate(oid, std::move(WriteOp().createExclusive().writeFull(std::move(data))), std::move(done),
          deadline);
 }

@@ -91,9 +91,9 @@ class ObjectStore {
               Deadline deadline = {});
 
   // Conveniences over mutate().
-  void writeFull(const std::string& oid, std::string data, Callback<std::uint64_t> done,
+  void writeFull(const std::string& oid, Bytes data, Callback<std::uint64_t> done,
                  Deadline deadline = {});
-  void createExclusive(const std::string& oid, std::string data, Callback<std::uint64_t> done,
+  void createExclusive(const std::string& oid, Bytes data, Callback<std::uint64_t> done,
                        Deadline deadline = {});
   void remove(const std::string& oid, Callback<std::uint64_t> done, Deadline deadline = {});
 

@@ -50,10 +50,10 @@ class SyncStore {
   Result<std::uint64_t> mutate(const std::string& oid, WriteOp op, Deadline d = {}) {
     return waitFor<std::uint64_t>([&](auto cb) { store_.mutate(oid, std::move(op), cb, d); });
   }
-  Result<std::uint64_t> writeFull(const std::string& oid, std::string data, Deadline d = {}) {
+  Result<std::uint64_t> writeFull(const std::string& oid, Bytes data, Deadline d = {}) {
     return mutate(oid, std::move(WriteOp().writeFull(std::move(data))), d);
   }
-  Result<std::uint64_t> createExclusive(const std::string& oid, std::string data, Deadline d = {}) {
+  Result<std::uint64_t> createExclusive(const std::string& oid, Bytes data, Deadline d = {}) {
     return mutate(oid, std::move(WriteOp().createExclusive().writeFull(std::move(data))), d);
   }
   Result<std::uint64_t> remove(const std::string& oid, Deadline d = {}) {

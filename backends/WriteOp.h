@@ -4,6 +4,8 @@
 #include <variant>
 #include <vector>
 
+#include "common/Bytes.h"
+
 namespace tierfs::backends {
 
 // A compound mutation of one object, applied atomically: every guard is checked first, in the
@@ -30,7 +32,7 @@ class WriteOp {
   using Guard = std::variant<AssertExists, CreateExclusive, XattrEquals, OmapEquals>;
 
   struct WriteFull {
-    std::string data;
+    Bytes data;  // shared, not copied: callers may hand the same bytes to many writes
   };
   struct SetXattr {
     std::string name, value;
@@ -53,7 +55,7 @@ class WriteOp {
     return guard(OmapEquals{std::move(key), std::move(value)});
   }
 
-  WriteOp& writeFull(std::string data) { return mutate(WriteFull{std::move(data)}); }
+  WriteOp& writeFull(Bytes data) { return mutate(WriteFull{std::move(data)}); }
   WriteOp& setXattr(std::string name, std::string value) {
     return mutate(SetXattr{std::move(name), std::move(value)});
   }

@@ -106,7 +106,8 @@ Status runBench(const BenchArgs& args) {
   if (size == 0) return Status::invalidArgument("--size must be at least 1 byte");
   TIERFS_ASSIGN_OR_RETURN(auto config, args.backend.resolve());
   TIERFS_ASSIGN_OR_RETURN(auto store, backends::openStore(config));
-  const std::string payload(size, 'x');  // what rados bench writes is no more random than this
+  // One buffer shared by every write, as rados bench does; its bytes are no more random.
+  const Bytes payload(std::string(size, 'x'));
   const std::string prefix = fmt::format("tierfs-bench.{}.", ::getpid());
   auto name = [&](std::uint64_t i) { return prefix + std::to_string(i); };
 
