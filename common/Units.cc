@@ -3,17 +3,35 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cmath>
+#include <optional>
 
 namespace tierfs {
+namespace {
 
-Result<Duration> parseDuration(std::string_view text) {
+struct NumberAndUnit {
+  double value;
+  std::string_view unit;
+};
+
+// A finite, non-negative number and the suffix after it; nullopt when `text` starts otherwise
+// (from_chars would also accept "nan" and "inf").
+std::optional<NumberAndUnit> splitNumber(std::string_view text) {
   double value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || value < 0) {
+  if (ec != std::errc() || !std::isfinite(value) || value < 0) return std::nullopt;
+  return NumberAndUnit{value, std::string_view(end, text.data() + text.size() - end)};
+}
+
+}  // namespace
+
+Result<Duration> parseDuration(std::string_view text) {
+  auto number = splitNumber(text);
+  if (!number) {
     return failure(Status::invalidArgument(
         fmt::format("'{}' is not a duration (examples: 30s, 500ms, 2m)", text)));
   }
-  std::string_view unit(end, text.data() + text.size() - end);
+  auto [value, unit] = *number;
   double seconds;
   if (unit.empty() || unit == "s") {
     seconds = value;
@@ -31,13 +49,13 @@ Result<Duration> parseDuration(std::string_view text) {
 }
 
 Result<std::uint64_t> parseSize(std::string_view text) {
-  double value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || value < 0) {
+  auto number = splitNumber(text);
+  if (!number) {
     return failure(Status::invalidArgument(
         fmt::format("'{}' is not a size (examples: 4M, 128KiB, 1.5G)", text)));
   }
-  std::string unit(end, text.data() + text.size() - end);
+  double value = number->value;
+  std::string unit(number->unit);
   if (unit.ends_with("iB")) unit.erase(unit.size() - 2);
   if (unit.ends_with("B") && unit.size() > 1) unit.pop_back();
   static constexpr std::string_view kUnits = "KMGTP";
@@ -52,8 +70,9 @@ Result<std::uint64_t> parseSize(std::string_view text) {
         fmt::format("'{}': unknown size unit '{}' (use K, M, G, T or P)", text, unit)));
   }
   double bytes = value * multiplier;
-  if (bytes >= 18e18)
+  if (bytes >= 18e18) {  // why: beyond what a uint64_t of bytes holds (1.8e19), with margin
     return failure(Status::invalidArgument(fmt::format("'{}' is too large", text)));
+  }
   return static_cast<std::uint64_t>(bytes);
 }
 
