@@ -1,6 +1,7 @@
 #include "tools/BenchCommand.h"
 
 #include <fmt/format.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <condition_variable>
@@ -27,8 +28,16 @@ struct PhaseResult {
   std::string phase;
   std::uint64_t ops = 0, bytes = 0, errors = 0;
   double seconds = 0, latencySum = 0;
+  double cpuSeconds = 0;  // user + system time of this process during the phase
   std::string firstError;
 };
+
+double processCpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
 
 // Keeps `inFlight` calls outstanding until the time is up: the closed loop rados bench runs.
 // As in rados bench, the calling thread issues every call and completions only count and wake
@@ -42,6 +51,7 @@ class ClosedLoop {
 
   PhaseResult run(const std::string& phase) {
     result_.phase = phase;
+    const double cpuBefore = processCpuSeconds();
     const auto start = Clock::now();
     const auto end =
         start + std::chrono::duration_cast<Duration>(std::chrono::duration<double>(seconds_));
@@ -55,6 +65,7 @@ class ClosedLoop {
     }
     slotFree_.wait(lock, [this] { return outstanding_ == 0; });
     result_.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    result_.cpuSeconds = processCpuSeconds() - cpuBefore;
     return result_;
   }
 
@@ -88,14 +99,17 @@ class ClosedLoop {
 void report(const PhaseResult& r, std::uint64_t objectSize, unsigned inFlight, bool json) {
   double mib = r.bytes / 1048576.0 / r.seconds;
   double lat = r.ops ? r.latencySum / r.ops * 1000 : 0;
+  double cpuUs = r.ops ? r.cpuSeconds / r.ops * 1e6 : 0;  // the client's CPU per call
   if (json) {
     fmt::print(
         "{{\"phase\":\"{}\",\"object_size\":{},\"in_flight\":{},\"ops\":{},\"seconds\":{:.3f},"
-        "\"mib_per_s\":{:.1f},\"avg_latency_ms\":{:.2f},\"errors\":{}}}\n",
-        r.phase, objectSize, inFlight, r.ops, r.seconds, mib, lat, r.errors);
+        "\"mib_per_s\":{:.1f},\"avg_latency_ms\":{:.2f},\"cpu_us_per_op\":{:.1f},\"errors\":{}}}\n",
+        r.phase, objectSize, inFlight, r.ops, r.seconds, mib, lat, cpuUs, r.errors);
   } else {
-    fmt::print("{:<5} {:>9} B x{:<3}: {:>6} ops in {:.2f} s, {:>8.1f} MiB/s, avg latency {:.2f} ms",
-               r.phase, objectSize, inFlight, r.ops, r.seconds, mib, lat);
+    fmt::print(
+        "{:<5} {:>9} B x{:<3}: {:>6} ops in {:.2f} s, {:>8.1f} MiB/s, avg latency {:.2f} ms, "
+        "client CPU {:.1f} us/op",
+        r.phase, objectSize, inFlight, r.ops, r.seconds, mib, lat, cpuUs);
     fmt::print("{}\n",
                r.errors ? fmt::format(", {} errors (first: {})", r.errors, r.firstError) : "");
   }
