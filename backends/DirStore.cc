@@ -1,14 +1,11 @@
 #include "backends/DirStore.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <rocksdb/db.h>
-#include <rocksdb/write_batch.h>
 #include <unistd.h>
 #include <xxhash.h>
 
 #include <chrono>
-#include <fstream>
 
 #include "backends/DirStoreKeys.h"
 #include "common/FileUtil.h"

@@ -1,7 +1,5 @@
 #include "backends/FaultyStore.h"
 
-#include <fmt/format.h>
-
 namespace tierfs::backends {
 
 FaultyStore::FaultyStore(ObjectStore& inner, std::uint64_t seed)
