@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <iterator>
 #include <optional>
 
 namespace tierfs {
@@ -74,6 +75,19 @@ Result<std::uint64_t> parseSize(std::string_view text) {
     return failure(Status::invalidArgument(fmt::format("'{}' is too large", text)));
   }
   return static_cast<std::uint64_t>(bytes);
+}
+
+std::string formatSize(std::uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  double value = static_cast<double>(bytes);
+  std::size_t unit = 0;
+  // 1023.95 and up would print as "1024.0": show it in the next unit instead.
+  while (value >= 1023.95 && unit + 1 < std::size(kUnits)) {
+    value /= 1024;
+    ++unit;
+  }
+  return fmt::format("{:.1f} {}", value, kUnits[unit]);
 }
 
 }  // namespace tierfs

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "common/Deadline.h"
@@ -13,5 +14,8 @@ Result<Duration> parseDuration(std::string_view text);
 
 // "4M", "128KiB", "1.5G", "512" (bytes): binary units, K = 1024.
 Result<std::uint64_t> parseSize(std::string_view text);
+
+// For people: "512 B", "1.5 KiB", "16.0 GiB" (binary units, one decimal).
+std::string formatSize(std::uint64_t bytes);
 
 }  // namespace tierfs

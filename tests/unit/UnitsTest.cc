@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 #include "common/Units.h"
 
 namespace tierfs {
@@ -44,6 +46,17 @@ TEST(UnitsTest, BadSizesAreRejected) {
     auto r = parseSize(bad);
     EXPECT_FALSE(r) << bad;
   }
+}
+
+TEST(UnitsTest, SizesFormatForPeople) {
+  EXPECT_EQ(formatSize(0), "0 B");
+  EXPECT_EQ(formatSize(1023), "1023 B");
+  EXPECT_EQ(formatSize(1024), "1.0 KiB");
+  EXPECT_EQ(formatSize(1536), "1.5 KiB");
+  EXPECT_EQ(formatSize((1u << 20) - 1), "1.0 MiB");  // not "1024.0 KiB"
+  EXPECT_EQ(formatSize(16ull << 30), "16.0 GiB");
+  EXPECT_EQ(formatSize(3ull << 39), "1.5 TiB");
+  EXPECT_EQ(formatSize(UINT64_MAX), "16.0 EiB");
 }
 
 }  // namespace
