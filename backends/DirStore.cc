@@ -2,10 +2,14 @@
 
 #include <fmt/format.h>
 #include <rocksdb/db.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <vector>
 
 #include "backends/DirStoreKeys.h"
 #include "common/FileUtil.h"
@@ -219,6 +223,52 @@ Result<ObjectPage> DirStore::listObjectsSync(const std::string& cursor, std::uin
 void DirStore::listObjectsImpl(const std::string& cursor, std::uint32_t maxEntries,
                                Callback<ObjectPage> done, Deadline deadline) {
   submit(std::move(done), deadline, [=, this] { return listObjectsSync(cursor, maxEntries); });
+}
+
+Result<std::uint64_t> DirStore::countObjects() {
+  std::lock_guard countLock(countMu_);
+  if (!objectsAtOpen_) {
+    // Pin a snapshot and the delta that goes with it while no commit is between its write and
+    // its count (both happen under its stripe lock), then count on the snapshot without locks.
+    const rocksdb::Snapshot* snapshot = nullptr;
+    std::int64_t deltaAtSnapshot = 0;
+    {
+      std::vector<std::unique_lock<std::mutex>> held;
+      held.reserve(kStripes);
+      for (auto& stripe : stripes_) held.emplace_back(stripe);
+      snapshot = db_->GetSnapshot();
+      deltaAtSnapshot = objectsDelta_.load();
+    }
+    rocksdb::ReadOptions ro;
+    ro.snapshot = snapshot;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
+    std::int64_t records = 0;
+    for (it->Seek("o"); it->Valid() && it->key().starts_with("o"); it->Next()) ++records;
+    Status s = fromRocks(it->status(), "counting objects");
+    it.reset();
+    db_->ReleaseSnapshot(snapshot);
+    TIERFS_RETURN_IF_ERROR(s);
+    objectsAtOpen_ = records - deltaAtSnapshot;
+  }
+  return static_cast<std::uint64_t>(std::max<std::int64_t>(0, *objectsAtOpen_ + objectsDelta_));
+}
+
+Result<StoreUsage> DirStore::usageSync() {
+  struct statvfs fs {};
+  if (::statvfs(options_.root.c_str(), &fs) != 0) {
+    return failure(Status::fromErrno(errno, "statvfs of " + options_.root.string()));
+  }
+  StoreUsage u;
+  // As df shows it: used = total - free; avail is what is left to unprivileged writers.
+  u.totalBytes = std::uint64_t{fs.f_blocks} * fs.f_frsize;
+  u.usedBytes = std::uint64_t{fs.f_blocks - fs.f_bfree} * fs.f_frsize;
+  u.availBytes = std::uint64_t{fs.f_bavail} * fs.f_frsize;
+  TIERFS_ASSIGN_OR_RETURN(u.objects, countObjects());
+  return u;
+}
+
+void DirStore::usageImpl(Callback<StoreUsage> done, Deadline deadline) {
+  submit(std::move(done), deadline, [this] { return usageSync(); });
 }
 
 void DirStore::mutateImpl(const std::string& oid, WriteOp op, Callback<std::uint64_t> done,

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "backends/ObjectStore.h"
 #include "common/ThreadPool.h"
@@ -54,6 +55,7 @@ class DirStore final : public ObjectStore {
                     Deadline deadline) override;
   void listObjectsImpl(const std::string& cursor, std::uint32_t maxEntries,
                        Callback<ObjectPage> done, Deadline deadline) override;
+  void usageImpl(Callback<StoreUsage> done, Deadline deadline) override;
   void mutateImpl(const std::string& oid, WriteOp op, Callback<std::uint64_t> done,
                   Deadline deadline) override;
 
@@ -70,6 +72,8 @@ class DirStore final : public ObjectStore {
                                                          const std::vector<std::string>& keys);
   Result<OmapPage> omapListSync(const std::string& oid, const OmapListArgs& args);
   Result<ObjectPage> listObjectsSync(const std::string& cursor, std::uint32_t maxEntries);
+  Result<StoreUsage> usageSync();
+  Result<std::uint64_t> countObjects();
   Result<std::uint64_t> mutateSync(const std::string& oid, const WriteOp& op);
   Result<std::uint64_t> commitLocked(const std::string& oid, const WriteOp& op,
                                      const std::vector<std::uint64_t>& newDataIds,
@@ -92,6 +96,12 @@ class DirStore final : public ObjectStore {
   // restarts (a recreated object gets a higher version, as in RADOS).
   std::atomic<std::uint64_t> nextDataId_;
   std::atomic<std::uint64_t> nextVersion_;
+  // The object count is exact and cheap after the first usage() call: that call counts the
+  // record keys once (one scan of a RocksDB snapshot), and every commit adds its change to
+  // objectsDelta_ under its stripe lock. objectsAtOpen_ = count at the snapshot - delta then.
+  std::atomic<std::int64_t> objectsDelta_{0};  // objects created minus removed since open
+  std::mutex countMu_;                         // guards objectsAtOpen_; held during the scan
+  std::optional<std::int64_t> objectsAtOpen_;
   ThreadPool workers_;  // last: its threads stop before the state above is destroyed
 };
 

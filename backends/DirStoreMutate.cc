@@ -155,6 +155,7 @@ Result<std::uint64_t> DirStore::commitLocked(const std::string& oid, const Write
     toUnlink = newDataIds;
     return failure(dirkeys::fromRocks(s, "committing write"));
   }
+  objectsDelta_ += static_cast<int>(exists) - static_cast<int>(existed);  // under the stripe lock
   toUnlink = std::move(superseded);
   return rec.version;
 }

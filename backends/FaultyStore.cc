@@ -136,6 +136,11 @@ void FaultyStore::listObjectsImpl(const std::string& cursor, std::uint32_t maxEn
   });
 }
 
+void FaultyStore::usageImpl(Callback<StoreUsage> done, Deadline deadline) {
+  route<StoreUsage>(FaultOp::kUsage, "", std::move(done),
+                    [=, this](Callback<StoreUsage> cb) { inner_.usage(std::move(cb), deadline); });
+}
+
 void FaultyStore::mutateImpl(const std::string& oid, WriteOp op, Callback<std::uint64_t> done,
                              Deadline deadline) {
   route<std::uint64_t>(

@@ -11,7 +11,17 @@
 
 namespace tierfs::backends {
 
-enum class FaultOp { kAny, kRead, kStat, kGetXattr, kOmapGet, kOmapList, kListObjects, kMutate };
+enum class FaultOp {
+  kAny,
+  kRead,
+  kStat,
+  kGetXattr,
+  kOmapGet,
+  kOmapList,
+  kListObjects,
+  kMutate,
+  kUsage,
+};
 
 enum class FaultAction {
   kFail,            // answer `error` without reaching the inner store
@@ -23,7 +33,9 @@ enum class FaultAction {
 
 struct FaultRule {
   FaultOp op = FaultOp::kAny;
-  std::string oidPrefix;     // only objects whose name starts with this ("" = all)
+  // Only objects whose name starts with this ("" = all). Calls that name no object
+  // (listObjects, usage) are hit only by rules with an empty prefix.
+  std::string oidPrefix;
   double probability = 1.0;  // chance that a matching call is hit (drawn from the seeded RNG)
   int count = -1;            // how many calls it hits before it retires (-1 = no limit)
   FaultAction action = FaultAction::kFail;
@@ -63,6 +75,7 @@ class FaultyStore final : public ObjectStore {
                     Deadline deadline) override;
   void listObjectsImpl(const std::string& cursor, std::uint32_t maxEntries,
                        Callback<ObjectPage> done, Deadline deadline) override;
+  void usageImpl(Callback<StoreUsage> done, Deadline deadline) override;
   void mutateImpl(const std::string& oid, WriteOp op, Callback<std::uint64_t> done,
                   Deadline deadline) override;
 

@@ -88,6 +88,11 @@ void ObjectStore::listObjects(const std::string& cursor, std::uint32_t maxEntrie
   listObjectsImpl(cursor, maxEntries, std::move(cb), deadline);
 }
 
+void ObjectStore::usage(Callback<StoreUsage> done, Deadline deadline) {
+  auto cb = withDeadline(std::move(done), deadline, {"usage of", describe(), {}});
+  usageImpl(std::move(cb), deadline);
+}
+
 void ObjectStore::mutate(const std::string& oid, WriteOp op, Callback<std::uint64_t> done,
                          Deadline deadline) {
   auto cb = withDeadline(std::move(done), deadline, {"write", oid, {}});

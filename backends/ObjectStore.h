@@ -44,6 +44,16 @@ struct ObjectPage {
   bool more = false;
 };
 
+// Space and object count of a store, for statfs. Bytes are the capacity of what holds the
+// objects (the file system of a dir store, the whole cluster for RADOS), as `df` shows it:
+// usedBytes + availBytes may fall short of totalBytes (reserved blocks, overheads).
+struct StoreUsage {
+  std::uint64_t totalBytes = 0;
+  std::uint64_t usedBytes = 0;
+  std::uint64_t availBytes = 0;  // what an unprivileged writer can still use
+  std::uint64_t objects = 0;     // objects in the store (on RADOS: the whole pool, see RadosStore)
+};
+
 struct CallName;  // what a call is, for its error messages (ObjectStore.cc)
 
 // A flat namespace of named objects with data, xattrs and an ordered key-value map (omap): the
@@ -85,6 +95,9 @@ class ObjectStore {
   // A page of object names; start with an empty cursor. For fsck and admin tools.
   void listObjects(const std::string& cursor, std::uint32_t maxEntries, Callback<ObjectPage> done,
                    Deadline deadline = {});
+  // Capacity, space used and object count, for statfs. May lag behind recent writes where the
+  // store's own statistics do (RADOS); Unavailable when the store cannot tell.
+  void usage(Callback<StoreUsage> done, Deadline deadline = {});
 
   // Applies `op` atomically (see WriteOp); yields the object's new version.
   void mutate(const std::string& oid, WriteOp op, Callback<std::uint64_t> done,
@@ -116,6 +129,7 @@ class ObjectStore {
                             Deadline deadline) = 0;
   virtual void listObjectsImpl(const std::string& cursor, std::uint32_t maxEntries,
                                Callback<ObjectPage> done, Deadline deadline) = 0;
+  virtual void usageImpl(Callback<StoreUsage> done, Deadline deadline) = 0;
   virtual void mutateImpl(const std::string& oid, WriteOp op, Callback<std::uint64_t> done,
                           Deadline deadline) = 0;
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <list>
 #include <rados/librados.hpp>
 #include <set>
 
@@ -105,7 +106,7 @@ RadosStore::RadosStore(const RadosOptions& options, std::unique_ptr<RadosConnect
     : ObjectStore(options.timeout),
       options_(options),
       conn_(std::move(conn)),
-      blocking_(1, "rados-list") {}
+      blocking_(1, "rados-blocking") {}
 
 RadosStore::~RadosStore() {
   std::unique_lock lock(mu_);
@@ -287,6 +288,35 @@ void RadosStore::listObjectsImpl(const std::string& cursor, std::uint32_t maxEnt
     page.more = !io.object_list_is_end(next);
     if (page.more) page.nextCursor = next.to_str();
     done(std::move(page));
+  });
+}
+
+void RadosStore::usageImpl(Callback<StoreUsage> done, Deadline deadline) {
+  // librados has no asynchronous form of these two monitor queries; rados_mon_op_timeout bounds
+  // each of them.
+  blocking_.post([this, deadline, done = std::move(done)] {
+    if (deadline.expired()) return;  // answered TimedOut while it waited: don't ask late
+    librados::cluster_stat_t cluster{};
+    int rc = conn_->rados.cluster_stat(cluster);
+    if (rc < 0) return done(failure(radosError(rc, "rados cluster stat")));
+    // The monitor answers zeros until a ceph-mgr has sent it the placement groups' statistics:
+    // never, without a mgr, and for a few seconds after one starts.
+    if (cluster.kb == 0) {
+      return done(failure(Status::unavailable(
+          "the cluster reports no capacity yet; its usage statistics come from ceph-mgr "
+          "(is one running?)")));
+    }
+    std::list<std::string> pools{options_.pool};
+    librados::stats_map pool;
+    rc = conn_->rados.get_pool_stats(pools, pool);
+    if (rc < 0) return done(failure(radosError(rc, "rados pool stats")));
+    StoreUsage u;
+    u.totalBytes = cluster.kb << 10;
+    u.usedBytes = cluster.kb_used << 10;
+    u.availBytes = cluster.kb_avail << 10;
+    // A pool whose placement groups have not reported yet is missing from the answer.
+    if (auto it = pool.find(options_.pool); it != pool.end()) u.objects = it->second.num_objects;
+    done(u);
   });
 }
 

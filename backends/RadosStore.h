@@ -26,6 +26,9 @@ struct RadosConnection;  // librados handles, kept out of this header
 // file, keyring and user; every librados timeout is set from `timeout` before connecting, so a
 // dead monitor or OSD makes calls fail instead of hanging. At most `maxInFlight` requests are
 // outstanding; further calls queue in order without blocking the caller.
+// usage(): bytes are the whole cluster's (rados_cluster_stat), objects the whole pool's, every
+// namespace included; both come from the statistics that ceph-mgr gathers every few seconds, so
+// they lag behind writes, and a cluster without a mgr has none (Unavailable).
 // Thread-safe. The destructor waits for the outstanding requests (bounded by the op timeout).
 class RadosStore final : public ObjectStore {
  public:
@@ -47,6 +50,7 @@ class RadosStore final : public ObjectStore {
                     Deadline deadline) override;
   void listObjectsImpl(const std::string& cursor, std::uint32_t maxEntries,
                        Callback<ObjectPage> done, Deadline deadline) override;
+  void usageImpl(Callback<StoreUsage> done, Deadline deadline) override;
   void mutateImpl(const std::string& oid, WriteOp op, Callback<std::uint64_t> done,
                   Deadline deadline) override;
 
@@ -66,7 +70,9 @@ class RadosStore final : public ObjectStore {
   std::condition_variable idle_;
   unsigned inFlight_ = 0;
   std::deque<std::unique_ptr<Request>> waiting_;
-  ThreadPool blocking_;  // for librados calls that have no asynchronous form (object listing)
+  // For librados calls that have no asynchronous form (object listing, statistics); each is
+  // bounded by a librados op timeout.
+  ThreadPool blocking_;
 };
 
 }  // namespace tierfs::backends

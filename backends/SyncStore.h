@@ -47,6 +47,9 @@ class SyncStore {
   Result<ObjectPage> listObjects(const std::string& cursor, std::uint32_t max, Deadline d = {}) {
     return waitFor<ObjectPage>([&](auto cb) { store_.listObjects(cursor, max, cb, d); });
   }
+  Result<StoreUsage> usage(Deadline d = {}) {
+    return waitFor<StoreUsage>([&](auto cb) { store_.usage(cb, d); });
+  }
   Result<std::uint64_t> mutate(const std::string& oid, WriteOp op, Deadline d = {}) {
     return waitFor<std::uint64_t>([&](auto cb) { store_.mutate(oid, std::move(op), cb, d); });
   }

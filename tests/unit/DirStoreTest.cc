@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <fstream>
+#include <thread>
+#include <vector>
 
 #include "backends/DirStore.h"
 #include "backends/SyncStore.h"
@@ -88,6 +91,80 @@ TEST(DirStoreTest, ReplacedDataFilesAreRemoved) {
     files += e.is_regular_file();
   }
   EXPECT_EQ(files, 1u);
+}
+
+TEST(DirStoreTest, UsageCountsObjectsAlreadyThereAtOpen) {
+  TempDir dir;
+  DirStoreOptions options{.root = dir.path()};
+  {
+    auto store = DirStore::open(options);
+    ASSERT_OK(store);
+    backends::SyncStore s(**store);
+    for (int i = 0; i < 5; ++i) ASSERT_OK(s.writeFull("obj." + std::to_string(i), "x"));
+  }
+  auto store = DirStore::open(options);
+  ASSERT_OK(store);
+  backends::SyncStore s(**store);
+  ASSERT_OK(s.remove("obj.0"));  // a change before the first count, then one after it
+  auto u = s.usage();
+  ASSERT_OK(u);
+  EXPECT_EQ(u->objects, 4u);
+  ASSERT_OK(s.writeFull("obj.9", "y"));
+  u = s.usage();
+  ASSERT_OK(u);
+  EXPECT_EQ(u->objects, 5u);
+  EXPECT_GT(u->totalBytes, 0u);
+  EXPECT_GE(u->totalBytes, u->usedBytes);
+  EXPECT_GE(u->totalBytes, u->availBytes);
+}
+
+// The first usage() call counts the records on a snapshot while writers create and remove
+// objects; the count must still come out exact.
+TEST(DirStoreTest, UsageCountStaysExactWhileWritersRun) {
+  TempDir dir;
+  DirStoreOptions options{.root = dir.path(), .durable = false};
+  {
+    auto store = DirStore::open(options);
+    ASSERT_OK(store);
+    backends::SyncStore s(**store);
+    for (int i = 0; i < 2000; ++i) ASSERT_OK(s.writeFull("old." + std::to_string(i), ""));
+  }
+  auto store = DirStore::open(options);
+  ASSERT_OK(store);
+  backends::SyncStore s(**store);
+  std::atomic<bool> stop{false};
+  std::atomic<int> failures{0};
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 4; ++t) {
+    writers.emplace_back([&, t] {
+      backends::SyncStore w(**store);
+      for (int i = 0; !stop; ++i) {
+        const std::string own = "new." + std::to_string(t) + "." + std::to_string(i % 50);
+        // Creates for the first 50 rounds, then alternately removes and recreates; and
+        // removes old objects of its own share.
+        if (!w.writeFull(own, "x")) ++failures;
+        if (i % 3 == 0 && !w.remove(own)) ++failures;
+        if (i < 100 && !w.remove("old." + std::to_string(t * 500 + i))) ++failures;
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (int i = 0; i < 5; ++i) EXPECT_OK(s.usage());  // the first one counts during the writes
+  stop = true;
+  for (auto& w : writers) w.join();
+  EXPECT_EQ(failures.load(), 0);
+  std::uint64_t listed = 0;
+  std::string cursor;
+  for (;;) {
+    auto page = s.listObjects(cursor, 1000);
+    ASSERT_OK(page);
+    listed += page->names.size();
+    if (!page->more) break;
+    cursor = page->nextCursor;
+  }
+  auto u = s.usage();
+  ASSERT_OK(u);
+  EXPECT_EQ(u->objects, listed);
 }
 
 }  // namespace

@@ -118,5 +118,48 @@ TEST_F(FaultyStoreTest, HangIsCutByTheDeadlineAndCanBeReleased) {
   EXPECT_OK(s.writeFull("data.3", "now"));
 }
 
+TEST_F(FaultyStoreTest, UsageFaultsHitUsageOnly) {
+  FaultyStore faulty(*inner_, 1);
+  faulty.addRule(FaultRule{.op = FaultOp::kUsage,
+                           .count = 1,
+                           .action = FaultAction::kFail,
+                           .error = Status::unavailable("no mgr")});
+  SyncStore s(faulty);
+  EXPECT_OK(s.stat("data.1"));
+  auto r = s.usage();
+  EXPECT_CODE(r, StatusCode::kUnavailable);
+  EXPECT_NE(r.error().message().find("no mgr"), std::string::npos) << r.error().toString();
+  // The base class names the call and the store.
+  EXPECT_NE(r.error().message().find("usage of 'faulty dir store"), std::string::npos)
+      << r.error().toString();
+  auto passed = s.usage();  // the rule has retired: the inner store answers
+  ASSERT_OK(passed);
+  EXPECT_EQ(passed->objects, 1u);
+  EXPECT_EQ(faulty.injected(), 1u);
+}
+
+TEST_F(FaultyStoreTest, UsageNamesNoObjectSoPrefixedRulesMissIt) {
+  FaultyStore faulty(*inner_, 1);
+  faulty.addRule(FaultRule{.oidPrefix = "data."});
+  SyncStore s(faulty);
+  EXPECT_CODE(s.stat("data.1"), StatusCode::kIoError);
+  EXPECT_OK(s.usage());
+  EXPECT_EQ(faulty.injected(), 1u);
+}
+
+TEST_F(FaultyStoreTest, HungUsageIsCutByTheDeadline) {
+  FaultyStore faulty(*inner_, 1);
+  faulty.addRule(FaultRule{.op = FaultOp::kUsage, .count = 1, .action = FaultAction::kHang});
+  SyncStore s(faulty);
+  auto start = Clock::now();
+  auto r = s.usage(Deadline::after(std::chrono::milliseconds(100)));
+  EXPECT_CODE(r, StatusCode::kTimedOut);
+  EXPECT_GE(Clock::now() - start, std::chrono::milliseconds(100));
+  EXPECT_NE(r.error().message().find("usage of"), std::string::npos) << r.error().toString();
+  EXPECT_EQ(faulty.hungCalls(), 1u);
+  faulty.releaseHung();  // its late answer goes nowhere
+  EXPECT_OK(s.usage());
+}
+
 }  // namespace
 }  // namespace tierfs::testing
