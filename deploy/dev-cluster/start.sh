@@ -277,6 +277,11 @@ mon_warn_on_pool_no_redundancy = false
 # Commit mon map changes after 0.1s instead of batching them for 1s: the
 # dozen admin commands of the bootstrap run much faster.
 paxos_propose_interval = 0.1
+# With --mgr: OSDs report PG statistics to the mgr, and the mgr digests them for
+# the mon (ceph df, rados_cluster_stat, pool stats), every second instead of
+# every 5 s, so usage figures catch up with writes quickly.
+mgr_stats_period = 1
+mon_mgr_digest_period = 1
 
 [mon]
 mon_data = $DIR/data/mon.\$id

@@ -35,7 +35,8 @@ std::string freshNamespace() {
 }
 
 StoreTarget radosTarget() {
-  return {"Rados", [](std::shared_ptr<void>&) -> std::unique_ptr<backends::ObjectStore> {
+  return {"Rados",
+          [](std::shared_ptr<void>&) -> std::unique_ptr<backends::ObjectStore> {
             auto options = clusterOptionsOrFail();
             if (options.pool.empty()) return nullptr;
             options.nspace = freshNamespace();
@@ -45,7 +46,10 @@ StoreTarget radosTarget() {
               return nullptr;
             }
             return std::move(*store);
-          }};
+          },
+          // Pool statistics reach the monitor through ceph-mgr every second or two on the test
+          // cluster (and the mgr's first report can take a while after the cluster starts).
+          std::chrono::seconds(60)};
 }
 
 INSTANTIATE_TEST_SUITE_P(Rados, StoreContractTest, ::testing::Values(radosTarget()),

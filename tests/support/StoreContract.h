@@ -20,6 +20,9 @@ namespace tierfs::testing {
 struct StoreTarget {
   std::string name;
   std::function<std::unique_ptr<backends::ObjectStore>(std::shared_ptr<void>& holder)> open;
+  // How long usage() may take to count new objects (and, on a fresh cluster, to answer at all).
+  // Zero: the count is exact at once and the store holds only this test's objects.
+  Duration usageSettles{};
 };
 
 inline std::string PrintToString(const StoreTarget& t) { return t.name; }

@@ -336,6 +336,59 @@ TEST_P(StoreContractTest, ThirtyTwoThreadsOfMixedOperations) {
   EXPECT_EQ(keys, kThreads * kRounds);
 }
 
+TEST_P(StoreContractTest, UsageReportsCapacityAndCountsTheObjectsWritten) {
+  const Duration settles = GetParam().usageSettles;
+  const auto giveUp = Clock::now() + settles;
+  // Polls usage() until `done` holds or the store's settling time is over; the last answer.
+  auto usageWhen = [&](auto done) {
+    for (;;) {
+      auto u = sync().usage();
+      if ((u && done(*u)) || Clock::now() >= giveUp) return u;
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+  };
+  auto before = usageWhen([](const backends::StoreUsage&) { return true; });
+  ASSERT_OK(before);
+  EXPECT_GT(before->totalBytes, 0u);
+  EXPECT_GE(before->totalBytes, before->availBytes);
+  EXPECT_GE(before->totalBytes, before->usedBytes);
+
+  constexpr int kObjects = 12;
+  for (int i = 0; i < kObjects; ++i) {
+    ASSERT_OK(sync().writeFull("usage." + std::to_string(i), std::string(1000, 'u')));
+  }
+  if (settles == Duration::zero()) {
+    // Exact at once: a fresh store holds nothing else, overwrites and new xattrs or omap keys
+    // add no object, and a remove takes one away.
+    EXPECT_EQ(before->objects, 0u);
+    auto after = sync().usage();
+    ASSERT_OK(after);
+    EXPECT_EQ(after->objects, before->objects + kObjects);
+    ASSERT_OK(sync().writeFull("usage.1", "again"));
+    ASSERT_OK(sync().mutate("usage.2", std::move(WriteOp().setXattr("a", "b").omapSet("k", "v"))));
+    ASSERT_OK(sync().mutate("omap-only", std::move(WriteOp().omapSet("k", "v"))));
+    ASSERT_OK(sync().remove("usage.0"));
+    EXPECT_CODE(sync().createExclusive("usage.3", "x"), StatusCode::kAlreadyExists);
+    after = sync().usage();
+    ASSERT_OK(after);
+    EXPECT_EQ(after->objects, before->objects + kObjects);  // +1 omap-only, -1 usage.0
+    return;
+  }
+  // RADOS: the count is the whole pool's, taken from the placement-group statistics that the
+  // OSD reports to ceph-mgr and the mgr digests for the monitor, each every mgr_stats_period /
+  // mon_mgr_digest_period (1 s on the test cluster; 5 s by default). Right after the writes it
+  // still shows the old count, so wait for it to catch up. It may exceed before + kObjects:
+  // other tests write to the same pool in their own namespaces at the same time.
+  auto after = usageWhen(
+      [&](const backends::StoreUsage& u) { return u.objects >= before->objects + kObjects; });
+  ASSERT_OK(after);
+  EXPECT_GE(after->objects, before->objects + kObjects)
+      << "the pool's object count did not catch up within "
+      << std::chrono::duration_cast<std::chrono::seconds>(settles).count() << " s";
+  EXPECT_GT(after->totalBytes, 0u);
+  EXPECT_GE(after->totalBytes, after->availBytes);
+}
+
 TEST_P(StoreContractTest, DeadlineFiresWhenAnOperationHangs) {
   ASSERT_OK(sync().writeFull("obj", "data"));
   backends::FaultyStore faulty(store(), 42);
