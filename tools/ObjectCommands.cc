@@ -10,6 +10,7 @@
 
 #include "backends/SyncStore.h"
 #include "common/FileUtil.h"
+#include "common/Units.h"
 #include "tools/BackendOptions.h"
 
 namespace tierfs::tools {
@@ -101,14 +102,37 @@ Status ls(const ObjectArgs& args) {
   }
 }
 
+Status df(const ObjectArgs& args) {
+  TIERFS_ASSIGN_OR_RETURN(auto store, openStore(args));
+  TIERFS_ASSIGN_OR_RETURN(auto u, SyncStore(*store).usage());
+  auto line = [](const char* what, std::uint64_t bytes) {
+    fmt::print("{:<10} {:>10} ({} bytes)\n", what, formatSize(bytes), bytes);
+  };
+  fmt::print("{:<10} {}\n", "store:", store->describe());
+  line("total:", u.totalBytes);
+  line("used:", u.usedBytes);
+  line("avail:", u.availBytes);
+  fmt::print("{:<10} {}\n", "objects:", u.objects);
+  return Status::ok();
+}
+
+// What a command takes besides the back-end flags.
+enum class Operands { kNone, kOid, kOidAndFile, kPrefix };
+
 void addCommand(CLI::App& object, const char* name, const char* help,
-                Status (*run)(const ObjectArgs&), int& exitCode, bool takesOid, bool takesFile) {
+                Status (*run)(const ObjectArgs&), int& exitCode, Operands operands) {
   auto args = std::make_shared<ObjectArgs>();
   CLI::App* cmd = object.add_subcommand(name, help);
   args->backend.addTo(*cmd);
-  if (takesOid) cmd->add_option("object", args->oid, "object name")->required();
-  if (takesFile) cmd->add_option("file", args->file, "local file (default: standard input/output)");
-  if (!takesOid) cmd->add_option("--prefix", args->cursorPrefix, "only names starting with this");
+  if (operands == Operands::kOid || operands == Operands::kOidAndFile) {
+    cmd->add_option("object", args->oid, "object name")->required();
+  }
+  if (operands == Operands::kOidAndFile) {
+    cmd->add_option("file", args->file, "local file (default: standard input/output)");
+  }
+  if (operands == Operands::kPrefix) {
+    cmd->add_option("--prefix", args->cursorPrefix, "only names starting with this");
+  }
   cmd->callback([args, run, name, &exitCode] {
     Status s = run(*args);
     exitCode = s.isOk() ? 0 : fail(name, s);
@@ -120,14 +144,16 @@ void addCommand(CLI::App& object, const char* name, const char* help,
 void addObjectCommands(CLI::App& app, int& exitCode) {
   CLI::App* object = app.add_subcommand("object", "read and write raw objects of a back end");
   object->require_subcommand(1);
-  addCommand(*object, "put", "store a file (or standard input) as an object", put, exitCode, true,
-             true);
-  addCommand(*object, "get", "write an object to a file (or standard output)", get, exitCode, true,
-             true);
-  addCommand(*object, "stat", "show an object's size, version and mtime", stat, exitCode, true,
-             false);
-  addCommand(*object, "rm", "remove an object", rm, exitCode, true, false);
-  addCommand(*object, "ls", "list object names", ls, exitCode, false, false);
+  addCommand(*object, "put", "store a file (or standard input) as an object", put, exitCode,
+             Operands::kOidAndFile);
+  addCommand(*object, "get", "write an object to a file (or standard output)", get, exitCode,
+             Operands::kOidAndFile);
+  addCommand(*object, "stat", "show an object's size, version and mtime", stat, exitCode,
+             Operands::kOid);
+  addCommand(*object, "rm", "remove an object", rm, exitCode, Operands::kOid);
+  addCommand(*object, "ls", "list object names", ls, exitCode, Operands::kPrefix);
+  addCommand(*object, "df", "show capacity, space used and available, and the object count", df,
+             exitCode, Operands::kNone);
 }
 
 }  // namespace tierfs::tools

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `tierfs object` against the test cluster and a dir store: put, get, stat, ls, rm, and the
+# `tierfs object` against the test cluster and a dir store: put, get, stat, ls, rm, df, and the
 # errors a user sees for a missing object, a missing pool and bad flags.
 set -euo pipefail
 tierfs=$1
@@ -10,6 +10,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# The exact byte count of a `tierfs object df` line ("total:  16.0 GiB (17179869184 bytes)").
+bytes_of() { sed -nE "s/^$1: +[0-9.]+ (B|[KMGTPE]iB) \(([0-9]+) bytes\)\$/\2/p" "$work/df"; }
 rados_flags=(--backend rados --conf "$TIERFS_CEPH_CONF" --keyring "$TIERFS_CEPH_KEYRING"
              --user "$TIERFS_CEPH_USER" --pool "$TIERFS_CEPH_POOL" --namespace "cli-$$")
 dir_flags=(--backend dir --path "$work/store")
@@ -30,6 +32,18 @@ for flags in rados dir; do
     fail "$flags: get of a removed object succeeded"
   fi
   grep -q "NotFound: read 'blob'" "$work/err" || fail "$flags: unclear error: $(cat "$work/err")"
+  # df: RADOS statistics come from ceph-mgr, and a new cluster has none for its first seconds.
+  for _ in $(seq 60); do
+    "$tierfs" object df "${f[@]}" > "$work/df" 2> "$work/err" && break
+    grep -q "Unavailable" "$work/err" || fail "$flags: df: $(cat "$work/err")"
+    sleep 1
+  done
+  total=$(bytes_of total) used=$(bytes_of used) avail=$(bytes_of avail)
+  [[ -n $total && -n $used && -n $avail ]] && (( total > 0 && avail <= total && used <= total )) ||
+    fail "$flags: df: $(cat "$work/df" "$work/err")"
+  # The dir store counts exactly (only `small` is left); the pool's count lags and is shared.
+  if [[ $flags == dir ]]; then want='^objects: +1$'; else want='^objects: +[0-9]+$'; fi
+  grep -Eq "$want" "$work/df" || fail "$flags: df objects: $(cat "$work/df")"
   echo "ok: $flags back end"
 done
 
