@@ -17,8 +17,8 @@ usage() {
     cat <<'EOF'
 Usage: stop.sh [--purge] DIR
 
-Stop the Ceph daemons of the cluster in DIR (OSDs and mgr first, then the
-mon): SIGTERM, wait, then SIGKILL. Exit 0 if nothing is running.
+Stop the Ceph daemons of the cluster in DIR (MDS first, then OSDs and mgr,
+then the mon): SIGTERM, wait, then SIGKILL. Exit 0 if nothing is running.
   --purge     afterwards delete DIR (only if start.sh created it)
 EOF
 }
@@ -58,7 +58,7 @@ live_pid() {
     [[ "$pid" =~ ^[0-9]+$ ]] || return 1
     mapfile -d "" -t argv 2>/dev/null < "/proc/$pid/cmdline" || return 1
     [[ ${#argv[@]} -gt 0 ]] || return 1
-    case "${argv[0]##*/}" in ceph-mon|ceph-osd|ceph-mgr) ;; *) return 1 ;; esac
+    case "${argv[0]##*/}" in ceph-mon|ceph-osd|ceph-mgr|ceph-mds) ;; *) return 1 ;; esac
     for a in "${argv[@]}"; do
         if [[ "$prev" == "-c" && "$a" == "$CONF" ]]; then
             echo "$pid"
@@ -120,8 +120,10 @@ stop_group() {
 }
 
 shopt -s nullglob
-# OSDs and mgr first: an OSD whose mon is gone hangs in shutdown waiting for it.
+# The MDS flushes its journal to the OSDs on the way down; OSDs and mgr next:
+# an OSD whose mon is gone hangs in shutdown waiting for it.
 rc=0
+stop_group "MDS" "$DIR"/run/mds.*.pid || rc=1
 stop_group "OSDs/mgr" "$DIR"/run/osd.*.pid "$DIR"/run/mgr.*.pid || rc=1
 stop_group "mon" "$DIR"/run/mon.*.pid || rc=1
 (( rc == 0 )) || exit 1
