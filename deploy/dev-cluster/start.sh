@@ -177,7 +177,8 @@ check_dir_is_fresh() {
         exit 1
     fi
     log "--force: wiping stopped cluster in $DIR"
-    find "$DIR" -mindepth 1 -delete
+    # -xdev: never into a file system mounted below DIR (a CephFS mount).
+    find "$DIR" -xdev -mindepth 1 -delete
 }
 
 # ------------------------------------------------------------------- helpers
