@@ -14,7 +14,7 @@ packages=(
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # the local cluster (deploy/dev-cluster)
-  ceph-mon ceph-osd ceph-mgr ceph-common uuid-runtime python3 procps
+  ceph-mon ceph-osd ceph-mgr ceph-mds ceph-fuse ceph-common uuid-runtime python3 procps
 )
 
 missing=()

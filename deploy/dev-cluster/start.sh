@@ -12,7 +12,12 @@ readonly SCRIPT_DIR
 readonly MARKER=".tierfs-dev-cluster"   # identifies a DIR made by this script
 readonly MON_ID="a"
 readonly MGR_ID="x"
+readonly MDS_ID="a"
 readonly CLIENT_USER="client.tierfs"
+readonly FS_NAME="cephfs"                # --mds: the CephFS, its pools and user
+readonly FS_META_POOL="cephfs_metadata"
+readonly FS_DATA_POOL="cephfs_data"
+readonly FS_USER="client.fs"
 readonly PG_NUM=8
 readonly DEADLINE_SECS=120               # overall budget until usable
 
@@ -38,6 +43,10 @@ Options:
                     limit is 16 GiB per OSD)
   --mgr             also start a ceph-mgr (off by default; not needed for
                     RADOS I/O, costs ~300 MB)
+  --mds             also start a ceph-mds and create the CephFS "cephfs"
+                    (pools cephfs_metadata + cephfs_data, size per
+                    --pool-size) with user client.fs; mount it with
+                    cephfs-mount.sh DIR MOUNTPOINT
   --force           DIR holds a *stopped* cluster made by this script:
                     delete it and start afresh
   -h, --help        show this help
@@ -65,6 +74,7 @@ POOL_SIZE=1
 OBJECTSTORE=memstore
 OSD_SIZE=8G
 WITH_MGR=0
+WITH_MDS=0
 FORCE=0
 DIR=""
 
@@ -79,6 +89,7 @@ while [[ $# -gt 0 ]]; do
         --memstore)   OBJECTSTORE=memstore; shift ;;
         --osd-size)   need_value "$@"; OSD_SIZE="$2"; shift 2 ;;
         --mgr)        WITH_MGR=1; shift ;;
+        --mds)        WITH_MDS=1; shift ;;
         --force)      FORCE=1; shift ;;
         -h|--help)    usage; exit 0 ;;
         --)           shift; break ;;
@@ -97,6 +108,9 @@ fi
 [[ "$POOL_SIZE" =~ ^[1-9][0-9]*$ ]] || usage_error "--pool-size must be a positive integer, got '$POOL_SIZE'"
 (( POOL_SIZE <= OSDS )) || usage_error "--pool-size $POOL_SIZE needs at least $POOL_SIZE OSDs (--osds $OSDS)"
 [[ "$POOL" =~ ^[A-Za-z0-9_.-]+$ ]] || usage_error "--pool name must match [A-Za-z0-9_.-]+, got '$POOL'"
+if (( WITH_MDS )) && [[ "$POOL" == "$FS_META_POOL" || "$POOL" == "$FS_DATA_POOL" ]]; then
+    usage_error "--pool $POOL clashes with the CephFS pools of --mds ($FS_META_POOL, $FS_DATA_POOL)"
+fi
 [[ "$OSD_SIZE" =~ ^[1-9][0-9]*[KMGT]?$ ]] || usage_error "--osd-size must look like 8G / 512M / bytes, got '$OSD_SIZE'"
 
 # Sizes in bytes. Memstore's device size is only a capacity limit (data is held
@@ -121,6 +135,7 @@ readonly CONF="$DIR/ceph.conf"
 readonly ADMIN_KEYRING="$DIR/client.admin.keyring"
 readonly CLIENT_KEYRING="$DIR/$CLIENT_USER.keyring"
 readonly MON_KEYRING="$DIR/mon.keyring"
+readonly FS_KEYRING="$DIR/$FS_USER.keyring"
 
 # ------------------------------------------------------- liveness (as stop.sh)
 
@@ -132,7 +147,7 @@ daemon_alive() {
     [[ "$pid" =~ ^[0-9]+$ ]] || return 1
     mapfile -d "" -t argv 2>/dev/null < "/proc/$pid/cmdline" || return 1
     [[ ${#argv[@]} -gt 0 ]] || return 1
-    case "${argv[0]##*/}" in ceph-mon|ceph-osd|ceph-mgr) ;; *) return 1 ;; esac
+    case "${argv[0]##*/}" in ceph-mon|ceph-osd|ceph-mgr|ceph-mds|ceph-fuse) ;; *) return 1 ;; esac
     local a
     for a in "${argv[@]}"; do
         [[ "$prev" == "-c" && "$a" == "$CONF" ]] && return 0
@@ -162,7 +177,8 @@ check_dir_is_fresh() {
         exit 1
     fi
     log "--force: wiping stopped cluster in $DIR"
-    find "$DIR" -mindepth 1 -delete
+    # -xdev: never into a file system mounted below DIR (a CephFS mount).
+    find "$DIR" -xdev -mindepth 1 -delete
 }
 
 # ------------------------------------------------------------------- helpers
@@ -208,7 +224,7 @@ SUCCEEDED=0
 show_logs() {
     local f
     shopt -s nullglob
-    for f in "$DIR"/log/{mon,osd,mgr}.*.log; do
+    for f in "$DIR"/log/{mon,osd,mgr,mds}.*.log; do
         [[ -s "$f" ]] || continue
         echo "----- tail of $f" >&2
         tail -n 15 -- "$f" >&2
@@ -318,6 +334,20 @@ keyring = $ADMIN_KEYRING
 [$CLIENT_USER]
 keyring = $CLIENT_KEYRING
 EOF
+    (( WITH_MDS )) || return 0
+    cat >> "$CONF" <<EOF
+
+[mds]
+mds_data = $DIR/data/mds.\$id
+keyring = $DIR/data/mds.\$id/keyring
+log_file = $DIR/log/\$name.log
+pid_file = $DIR/run/\$name.pid
+admin_socket = $DIR/run/\$name.asok
+
+[$FS_USER]
+keyring = $FS_KEYRING
+client_fs = $FS_NAME
+EOF
 }
 
 make_keyrings() {
@@ -332,8 +362,24 @@ make_keyrings() {
             --cap mon 'allow r' --cap osd "allow rwx pool=$POOL"
         ceph-authtool "$MON_KEYRING" --import-keyring "$ADMIN_KEYRING"
         ceph-authtool "$MON_KEYRING" --import-keyring "$CLIENT_KEYRING"
+        if (( WITH_MDS )); then
+            # The caps "ceph fs authorize $FS_NAME $FS_USER / rwp" would
+            # give; the osd cap matches the pools by the application tag
+            # that "ceph fs new" sets.
+            ceph-authtool "$FS_KEYRING" --create-keyring --gen-key -n "$FS_USER" \
+                --cap mon "allow r fsname=$FS_NAME" \
+                --cap mds "allow rwp fsname=$FS_NAME" \
+                --cap osd "allow rw tag cephfs data=$FS_NAME"
+            mkdir -p "$DIR/data/mds.$MDS_ID"
+            ceph-authtool "$DIR/data/mds.$MDS_ID/keyring" --create-keyring --gen-key -n "mds.$MDS_ID" \
+                --cap mon 'allow profile mds' --cap osd 'allow rwx' --cap mds 'allow' \
+                --cap mgr 'allow profile mds'
+            ceph-authtool "$MON_KEYRING" --import-keyring "$FS_KEYRING"
+            ceph-authtool "$MON_KEYRING" --import-keyring "$DIR/data/mds.$MDS_ID/keyring"
+        fi
     } >"$DIR/log/keyrings.log"
     chmod 600 "$MON_KEYRING" "$ADMIN_KEYRING" "$CLIENT_KEYRING"
+    (( ! WITH_MDS )) || chmod 600 "$FS_KEYRING" "$DIR/data/mds.$MDS_ID/keyring"
 }
 
 start_mon() {
@@ -399,6 +445,38 @@ create_pool() {
         || die "could not enable application on pool $POOL"
 }
 
+# The MDS registers as a standby (no file system needed yet) and is made
+# active for rank 0 by the mon once the file system exists; it then writes its
+# journal to the OSDs. Started in the background like the OSDs; collect it
+# with wait_mds.
+MDS_JOB=""
+start_mds() {
+    start_daemon "mds.$MDS_ID" ceph-mds -i "$MDS_ID" &
+    MDS_JOB=$!
+}
+
+wait_mds() {
+    wait "$MDS_JOB" || die "ceph-mds failed to start (or timed out)"
+}
+
+# "ceph fs new" is a mon command (no mgr needed, unlike "ceph fs volume
+# create"); it tags both pools with application cephfs. The pools get size
+# POOL_SIZE and min_size 1 from osd_pool_default_{size,min_size} in ceph.conf,
+# like the tierfs pool.
+create_fs() {
+    local p
+    for p in "$FS_META_POOL" "$FS_DATA_POOL"; do
+        ceph_admin osd pool create "$p" "$PG_NUM" "$PG_NUM" replicated >/dev/null 2>&1 \
+            || die "could not create pool $p"
+    done
+    ceph_admin fs new "$FS_NAME" "$FS_META_POOL" "$FS_DATA_POOL" >/dev/null 2>&1 \
+        || die "could not create the file system $FS_NAME (ceph fs new)"
+}
+
+mds_active() {
+    ceph_admin fs get "$FS_NAME" -f json 2>/dev/null | grep -q '"state":"up:active"'
+}
+
 start_mgr() {
     mkdir -p "$DIR/data/mgr.$MGR_ID"
     ceph_admin auth get-or-create "mgr.$MGR_ID" mon 'allow profile mgr' osd 'allow *' mds 'allow *' \
@@ -426,6 +504,14 @@ TIERFS_CEPH_USER=$CLIENT_USER
 TIERFS_CEPH_POOL=$POOL
 TIERFS_CEPH_ADMIN_KEYRING=$ADMIN_KEYRING
 EOF
+    (( WITH_MDS )) || return 0
+    cat >> "$DIR/client.env" <<EOF
+TIERFS_CEPHFS_NAME=$FS_NAME
+TIERFS_CEPHFS_USER=$FS_USER
+TIERFS_CEPHFS_KEYRING=$FS_KEYRING
+TIERFS_CEPHFS_METADATA_POOL=$FS_META_POOL
+TIERFS_CEPHFS_DATA_POOL=$FS_DATA_POOL
+EOF
 }
 
 # --------------------------------------------------------------------- main
@@ -438,7 +524,7 @@ touch "$DIR/$MARKER"
 read -r PORT_V2 PORT_V1 < <(free_ports 2)
 FSID="$(uuidgen)"
 log "cluster $FSID in $DIR: mon on 127.0.0.1:$PORT_V2 (v2) / $PORT_V1 (v1)," \
-    "$OSDS $OBJECTSTORE OSD(s), pool '$POOL' size $POOL_SIZE$( (( WITH_MGR )) && echo ', mgr')"
+    "$OSDS $OBJECTSTORE OSD(s), pool '$POOL' size $POOL_SIZE$( (( WITH_MGR )) && echo ', mgr')$( (( WITH_MDS )) && echo ', mds')"
 write_conf "$FSID" "$PORT_V2" "$PORT_V1"
 make_keyrings
 
@@ -450,10 +536,19 @@ if (( ! WITH_MGR )); then
     ceph_admin health mute MGR_DOWN --sticky >/dev/null 2>&1 || true
 fi
 start_osds
+(( ! WITH_MDS )) || start_mds
 create_pool
 log "pool '$POOL' created"
+if (( WITH_MDS )); then
+    create_fs
+    log "file system '$FS_NAME' created"
+fi
 wait_osds
 log "$OSDS OSD(s) started"
+if (( WITH_MDS )); then
+    wait_mds
+    log "mds.$MDS_ID started"
+fi
 if (( WITH_MGR )); then
     start_mgr
     log "mgr.$MGR_ID started"
@@ -466,6 +561,10 @@ head -c 4096 /dev/urandom > "$DIR/tmp/probe.in"
 wait_for "a rados write+read as $CLIENT_USER on pool '$POOL'" rados_roundtrip
 timeout 10 rados -c "$CONF" -n "$CLIENT_USER" -p "$POOL" rm start-probe >/dev/null 2>&1 || true
 rm -f "$DIR/tmp/probe.in" "$DIR/tmp/probe.out"
+if (( WITH_MDS )); then
+    wait_for "mds.$MDS_ID to become active for '$FS_NAME'" mds_active
+    log "mds.$MDS_ID active"
+fi
 
 write_client_env
 SUCCEEDED=1
@@ -475,5 +574,6 @@ cat <<EOF
   source $DIR/client.env
   rados -c \$TIERFS_CEPH_CONF -n \$TIERFS_CEPH_USER -p \$TIERFS_CEPH_POOL ls
   ceph -c $CONF -s
-  stop: $SCRIPT_DIR/stop.sh $DIR
 EOF
+(( ! WITH_MDS )) || echo "  mount CephFS: $SCRIPT_DIR/cephfs-mount.sh $DIR MOUNTPOINT"
+echo "  stop: $SCRIPT_DIR/stop.sh $DIR"

@@ -7,6 +7,8 @@
 # Usage: stop.sh [--purge] DIR
 set -euo pipefail
 
+SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+readonly SCRIPT_DIR
 readonly MARKER=".tierfs-dev-cluster"   # written by start.sh
 readonly TERM_WAIT_SECS=20               # per group, before SIGKILL
 readonly KILL_WAIT_SECS=10
@@ -17,8 +19,9 @@ usage() {
     cat <<'EOF'
 Usage: stop.sh [--purge] DIR
 
-Stop the Ceph daemons of the cluster in DIR (OSDs and mgr first, then the
-mon): SIGTERM, wait, then SIGKILL. Exit 0 if nothing is running.
+Unmount the CephFS mounts made by cephfs-mount.sh DIR, then stop the Ceph
+daemons of the cluster in DIR (MDS first, then OSDs and mgr, then the mon):
+SIGTERM, wait, then SIGKILL. Exit 0 if nothing is running.
   --purge     afterwards delete DIR (only if start.sh created it)
 EOF
 }
@@ -58,7 +61,7 @@ live_pid() {
     [[ "$pid" =~ ^[0-9]+$ ]] || return 1
     mapfile -d "" -t argv 2>/dev/null < "/proc/$pid/cmdline" || return 1
     [[ ${#argv[@]} -gt 0 ]] || return 1
-    case "${argv[0]##*/}" in ceph-mon|ceph-osd|ceph-mgr) ;; *) return 1 ;; esac
+    case "${argv[0]##*/}" in ceph-mon|ceph-osd|ceph-mgr|ceph-mds) ;; *) return 1 ;; esac
     for a in "${argv[@]}"; do
         if [[ "$prev" == "-c" && "$a" == "$CONF" ]]; then
             echo "$pid"
@@ -120,8 +123,14 @@ stop_group() {
 }
 
 shopt -s nullglob
-# OSDs and mgr first: an OSD whose mon is gone hangs in shutdown waiting for it.
 rc=0
+# ceph-fuse mounts first, while the MDS and OSDs can still take their data.
+if [[ -n "$(echo "$DIR"/run/ceph-fuse.*)" ]]; then
+    "$SCRIPT_DIR/cephfs-mount.sh" --unmount "$DIR" || rc=1
+fi
+# The MDS flushes its journal to the OSDs on the way down; OSDs and mgr next:
+# an OSD whose mon is gone hangs in shutdown waiting for it.
+stop_group "MDS" "$DIR"/run/mds.*.pid || rc=1
 stop_group "OSDs/mgr" "$DIR"/run/osd.*.pid "$DIR"/run/mgr.*.pid || rc=1
 stop_group "mon" "$DIR"/run/mon.*.pid || rc=1
 (( rc == 0 )) || exit 1
@@ -131,7 +140,9 @@ if (( PURGE )); then
         echo "stop.sh: --purge: $DIR was not created by start.sh (no $MARKER); not deleting it" >&2
         exit 1
     fi
-    rm -rf -- "$DIR"
+    # Not into a file system mounted below DIR (a CephFS mount that failed
+    # to unmount would be emptied).
+    rm -rf --one-file-system -- "$DIR"
     echo "deleted $DIR"
 fi
 exit 0
