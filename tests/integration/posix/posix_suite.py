@@ -15,7 +15,9 @@ import sys
 import time
 import unittest
 
-import cases_attrs
+sys.dont_write_bytecode = True  # keep __pycache__ out of the source tree
+
+import cases_attrs  # noqa: E402 (after the line above on purpose)
 import cases_files
 import cases_namespace
 import cases_workloads
