@@ -31,7 +31,8 @@ CONFIG = {
 NOTES = []
 
 NOBODY = 65534
-EOPNOTSUPP_SET = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP}
+# How tierfs may refuse a hard link (ENOTSUP and EOPNOTSUPP are the same number on Linux).
+LINK_REFUSED = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP}
 
 
 def parse_size(text):
