@@ -44,7 +44,16 @@ std::string_view statusCodeName(StatusCode code) {
 
 Status Status::fromErrno(int err, std::string_view what) {
   err = std::abs(err);
-  std::string msg = fmt::format("{}: {}", what, std::strerror(err));
+  return codeForErrno(err, fmt::format("{}: {}", what, std::strerror(err)));
+}
+
+Status Status::posix(int err, std::string msg) {
+  Status s = codeForErrno(err, std::move(msg));
+  if (!s.isOk()) s.errno_ = err;
+  return s;
+}
+
+Status Status::codeForErrno(int err, std::string msg) {
   switch (err) {
     case 0:
       return Status();
@@ -69,6 +78,11 @@ Status Status::fromErrno(int err, std::string_view what) {
     case EINVAL:
     case ENAMETOOLONG:
     case ERANGE:
+    case ENOTEMPTY:
+    case EISDIR:
+    case ENOTDIR:
+    case EXDEV:
+    case ELOOP:
       return invalidArgument(std::move(msg));
     case EACCES:
     case EPERM:
@@ -90,10 +104,13 @@ std::string Status::toString() const {
 
 Status Status::withContext(std::string_view context) const {
   if (isOk()) return *this;
-  return Status(code_, fmt::format("{}: {}", context, message_));
+  Status s(code_, fmt::format("{}: {}", context, message_));
+  s.errno_ = errno_;
+  return s;
 }
 
 int Status::toErrno() const {
+  if (errno_ != 0) return errno_;
   switch (code_) {
     case StatusCode::kOk:
       return 0;

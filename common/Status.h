@@ -58,7 +58,11 @@ class [[nodiscard]] Status {
   static Status internal(std::string msg) { return {StatusCode::kInternal, std::move(msg)}; }
 
   // Maps a (positive or negative) errno value to a status; `what` names the failed operation.
+  // A back end's errno says what class of failure it was; the caller of a filesystem sees the
+  // class's errno (EIO for a timeout), not the back end's.
   static Status fromErrno(int err, std::string_view what);
+  // A POSIX error the filesystem decided on (ENOTEMPTY, EISDIR, ...); toErrno() gives `err` back.
+  static Status posix(int err, std::string msg);
 
   bool isOk() const { return code_ == StatusCode::kOk; }
   explicit operator bool() const { return isOk(); }
@@ -85,9 +89,11 @@ class [[nodiscard]] Status {
   friend bool operator==(const Status& a, const Status& b) = default;
 
  private:
+  static Status codeForErrno(int err, std::string msg);
   Status(StatusCode code, std::string msg) : code_(code), message_(std::move(msg)) {}
 
   StatusCode code_ = StatusCode::kOk;
+  int errno_ = 0;  // the exact errno this status came from or stands for; 0: derive from code_
   std::string message_;
 };
 

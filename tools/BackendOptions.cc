@@ -3,9 +3,8 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
-#include <set>
-
 #include "common/Units.h"
+#include "tools/ConfigFile.h"
 
 namespace tierfs::tools {
 namespace {
@@ -13,90 +12,41 @@ namespace {
 using backends::BackendKind;
 using backends::StoreConfig;
 
-std::string where(const toml::node& node, const std::string& file) {
-  return fmt::format("{}:{}", file, node.source().begin.line);
-}
-
-// Rejects keys of `table` that are not in `known`, naming the first one and its line.
-Status checkKeys(const toml::table& table, const std::set<std::string>& known,
-                 const std::string& section, const std::string& file) {
-  for (auto&& [key, node] : table) {
-    if (!known.count(std::string(key.str()))) {
-      return Status::invalidArgument(
-          fmt::format("{}: unknown key '{}' in [{}]", where(node, file), key.str(), section));
-    }
-  }
-  return Status::ok();
-}
-
-Status readString(const toml::table& t, const char* key, std::string& out,
-                  const std::string& section, const std::string& file) {
-  const toml::node* node = t.get(key);
-  if (node == nullptr) return Status::ok();
-  auto value = node->value<std::string>();
-  if (!value) {
-    return Status::invalidArgument(
-        fmt::format("{}: [{}] {} must be a string", where(*node, file), section, key));
-  }
-  out = *value;
-  return Status::ok();
-}
-
-Status readBackendTable(const toml::table& root, const std::string& file, StoreConfig& cfg) {
-  TIERFS_RETURN_IF_ERROR(checkKeys(root, {"backend"}, "top level", file));
-  const toml::table* b = root["backend"].as_table();
-  if (b == nullptr) return Status::invalidArgument(file + ": no [backend] section");
-  TIERFS_RETURN_IF_ERROR(
-      checkKeys(*b, {"type", "timeout", "requests_in_flight", "dir", "rados"}, "backend", file));
-  std::string type = "dir", timeout;
-  TIERFS_RETURN_IF_ERROR(readString(*b, "type", type, "backend", file));
+Status readBackendSection(const ConfigSection& b, StoreConfig& cfg) {
+  if (!b.present()) return Status::invalidArgument("no [backend] section");
+  TIERFS_RETURN_IF_ERROR(b.checkKeys({"type", "timeout", "requests_in_flight", "dir", "rados"}));
+  std::string type = "dir";
+  TIERFS_RETURN_IF_ERROR(b.getString("type", type));
   if (type != "dir" && type != "rados") {
     return Status::invalidArgument(
-        fmt::format("{}: [backend] type must be \"dir\" or \"rados\", not \"{}\"",
-                    where(*b->get("type"), file), type));
+        fmt::format("[backend] type must be \"dir\" or \"rados\", not \"{}\"", type));
   }
   cfg.kind = type == "rados" ? BackendKind::kRados : BackendKind::kDir;
-  TIERFS_RETURN_IF_ERROR(readString(*b, "timeout", timeout, "backend", file));
-  if (!timeout.empty()) {
-    auto d = parseDuration(timeout);
-    if (!d) return d.error().withContext(where(*b->get("timeout"), file) + ": [backend] timeout");
-    cfg.dir.timeout = cfg.rados.timeout = *d;
-  }
-  if (const toml::node* n = b->get("requests_in_flight")) {
-    auto v = n->value<std::int64_t>();
-    if (!v || *v < 1 || *v > 4096) {
-      return Status::invalidArgument(fmt::format(
-          "{}: [backend] requests_in_flight must be an integer from 1 to 4096", where(*n, file)));
-    }
-    cfg.rados.maxInFlight = static_cast<unsigned>(*v);
-  }
-  if (const toml::table* d = (*b)["dir"].as_table()) {
-    TIERFS_RETURN_IF_ERROR(checkKeys(*d, {"path"}, "backend.dir", file));
-    std::string path;
-    TIERFS_RETURN_IF_ERROR(readString(*d, "path", path, "backend.dir", file));
-    cfg.dir.root = path;
-  }
-  if (const toml::table* r = (*b)["rados"].as_table()) {
-    TIERFS_RETURN_IF_ERROR(
-        checkKeys(*r, {"conf", "keyring", "user", "pool", "namespace"}, "backend.rados", file));
-    TIERFS_RETURN_IF_ERROR(readString(*r, "conf", cfg.rados.conf, "backend.rados", file));
-    TIERFS_RETURN_IF_ERROR(readString(*r, "keyring", cfg.rados.keyring, "backend.rados", file));
-    TIERFS_RETURN_IF_ERROR(readString(*r, "user", cfg.rados.user, "backend.rados", file));
-    TIERFS_RETURN_IF_ERROR(readString(*r, "pool", cfg.rados.pool, "backend.rados", file));
-    TIERFS_RETURN_IF_ERROR(readString(*r, "namespace", cfg.rados.nspace, "backend.rados", file));
-  }
-  return Status::ok();
+  Duration timeout = cfg.rados.timeout;
+  TIERFS_RETURN_IF_ERROR(b.getDuration("timeout", timeout));
+  cfg.dir.timeout = cfg.rados.timeout = timeout;
+  std::int64_t inFlight = cfg.rados.maxInFlight;
+  TIERFS_RETURN_IF_ERROR(b.getInt("requests_in_flight", 1, 4096, inFlight));
+  cfg.rados.maxInFlight = static_cast<unsigned>(inFlight);
+  ConfigSection d = b.sub("dir");
+  TIERFS_RETURN_IF_ERROR(d.checkKeys({"path"}));
+  std::string path = cfg.dir.root;
+  TIERFS_RETURN_IF_ERROR(d.getString("path", path));
+  cfg.dir.root = path;
+  ConfigSection r = b.sub("rados");
+  TIERFS_RETURN_IF_ERROR(r.checkKeys({"conf", "keyring", "user", "pool", "namespace"}));
+  TIERFS_RETURN_IF_ERROR(r.getString("conf", cfg.rados.conf));
+  TIERFS_RETURN_IF_ERROR(r.getString("keyring", cfg.rados.keyring));
+  TIERFS_RETURN_IF_ERROR(r.getString("user", cfg.rados.user));
+  TIERFS_RETURN_IF_ERROR(r.getString("pool", cfg.rados.pool));
+  return r.getString("namespace", cfg.rados.nspace);
 }
 
 Status loadFile(const std::string& file, StoreConfig& cfg) {
-  toml::table root;
-  try {
-    root = toml::parse_file(file);  // Debian's toml++ is built with exceptions
-  } catch (const toml::parse_error& err) {
-    return Status::invalidArgument(
-        fmt::format("{}:{}: {}", file, err.source().begin.line, err.description()));
-  }
-  return readBackendTable(root, file, cfg);
+  TIERFS_ASSIGN_OR_RETURN(toml::table root, parseConfigFile(file));
+  Status s = readBackendSection(ConfigSection(root["backend"].as_table(), file, "backend"), cfg);
+  if (!s.isOk() && s.message().find(file) == std::string::npos) return s.withContext(file);
+  return s;
 }
 
 }  // namespace

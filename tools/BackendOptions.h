@@ -18,6 +18,19 @@ class BackendOptions {
   // The effective configuration, or an error naming the bad key or flag.
   Result<backends::StoreConfig> resolve() const;
 
+  // The config file given with --config (or set by the command), "" when none.
+  const std::string& configFile() const { return configFile_; }
+  void setConfigFile(std::string file) { configFile_ = std::move(file); }
+  // True when neither a config file nor a back-end flag names a store.
+  bool nothingConfigured() const {
+    return configFile_.empty() && backend_.empty() && path_.empty() && pool_.empty();
+  }
+  // Uses the dir back end at `path` (the embedded default of a daemon with no Ceph configured).
+  void defaultToDir(std::string path) {
+    backend_ = "dir";
+    path_ = std::move(path);
+  }
+
  private:
   std::string configFile_;
   std::string backend_;

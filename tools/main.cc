@@ -8,6 +8,7 @@
 #include "backends/StoreFactory.h"
 #include "common/Version.h"
 #include "tools/BenchCommand.h"
+#include "tools/FsCommands.h"
 #include "tools/ObjectCommands.h"
 
 namespace {
@@ -28,6 +29,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exitCode = 0;
   addVersionCommand(app);
+  tierfs::tools::addFsCommands(app, exitCode);
   tierfs::tools::addObjectCommands(app, exitCode);
   tierfs::tools::addBenchCommand(app, exitCode);
   try {

@@ -37,6 +37,15 @@ TEST(StatusTest, ErrnoRoundTripsThroughTheOneMapping) {
   EXPECT_TRUE(Status::corruption("c").dataLoss());
 }
 
+TEST(StatusTest, PosixErrorsKeepTheirErrnoThroughContext) {
+  Status s = Status::posix(ENOTEMPTY, "rmdir 'a'").withContext("volume");
+  EXPECT_EQ(s.toErrno(), ENOTEMPTY);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(Status::posix(EISDIR, "x").toErrno(), EISDIR);
+  // A back end's errno stays a class: a librados ETIMEDOUT reaches the reader as EIO.
+  EXPECT_EQ(Status::fromErrno(-ETIMEDOUT, "x").toErrno(), EIO);
+}
+
 Result<int> half(int v) {
   if (v % 2) return failure(Status::invalidArgument("odd"));
   return v / 2;

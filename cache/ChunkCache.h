@@ -1,0 +1,53 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "backends/ObjectStore.h"
+#include "cache/ChunkCodec.h"
+#include "cache/ChunkKey.h"
+#include "common/Bytes.h"
+
+// The one header fs/ uses to reach file data: chunks by key, read through whatever cache tiers
+// the daemon was built with, and written to the back end. fs/ knows nothing else of cache/.
+
+namespace tierfs::cache {
+
+template <typename T>
+using Callback = backends::Callback<T>;
+
+// Reads and writes immutable chunk objects (frames of cache/ChunkCodec.h) through a cache.
+// Concurrent reads of one chunk make one back-end request (single flight) and share its bytes.
+//
+// Thread-safe. Callbacks run on the cache's own threads (or the caller's, for a hit); they must
+// not block. Status codes: NotFound (no such chunk object), Corruption (a damaged frame in the
+// back end), AlreadyExists (write of a key that exists: keys are never reused), and the back
+// end's TimedOut/Unavailable/IoError.
+class ChunkCache {
+ public:
+  virtual ~ChunkCache() = default;
+
+  // The raw (decoded) bytes of a chunk.
+  virtual void read(const ChunkKey& key, Callback<Bytes> done) = 0;
+  // Encodes `raw` (compressing where it pays) and creates the chunk object; yields the stored
+  // size. Done only when the back end has the chunk durably.
+  virtual void write(const ChunkKey& key, Bytes raw, Callback<std::uint64_t> done) = 0;
+  // Removes a chunk object no file refers to any more (and drops any cached copy). NotFound is
+  // an answer, not a failure, for a chunk that is already gone.
+  virtual void remove(const ChunkKey& key, Callback<std::uint64_t> done) = 0;
+  // Bytes the chunk takes in the back end (header and compressed payload).
+  virtual void storedSize(const ChunkKey& key, Callback<std::uint64_t> done) = 0;
+};
+
+struct MemoryChunkCacheOptions {
+  std::uint64_t capacityBytes = 256 << 20;  // raw bytes of decoded chunks kept in memory
+  CodecOptions codec;                       // how new chunks are encoded
+  unsigned codecThreads = 2;                // zstd and checksums run here, off store threads
+};
+
+// A chunk cache in process memory (LRU by bytes) over an object store: the cache of a daemon
+// without a cache device. Does not own the store, which must outlive it.
+std::unique_ptr<ChunkCache> makeMemoryChunkCache(backends::ObjectStore& store,
+                                                 MemoryChunkCacheOptions options);
+
+}  // namespace tierfs::cache

@@ -1,0 +1,134 @@
+#include <list>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "cache/ChunkCache.h"
+#include "common/ThreadPool.h"
+
+namespace tierfs::cache {
+namespace {
+
+class MemoryChunkCache final : public ChunkCache {
+ public:
+  MemoryChunkCache(backends::ObjectStore& store, MemoryChunkCacheOptions options)
+      : store_(store), options_(options), codecPool_(options.codecThreads, "chunk-codec") {}
+
+  void read(const ChunkKey& key, Callback<Bytes> done) override {
+    std::optional<Bytes> hit;
+    {
+      std::lock_guard lock(mu_);
+      hit = lookupLocked(key);
+      if (!hit) {
+        auto [it, first] = inFlight_.try_emplace(key);
+        it->second.push_back(std::move(done));
+        if (!first) return;  // the fetch under way answers this caller too
+      }
+    }
+    if (hit) return done(std::move(*hit));
+    store_.read(key.objectName(), 0, backends::kToEnd, [this, key](Result<Bytes> frame) {
+      codecPool_.post([this, key, frame = std::move(frame)]() mutable {
+        finishRead(key, frame ? decode(*frame) : failure(frame.error()));
+      });
+    });
+  }
+
+  void write(const ChunkKey& key, Bytes raw, Callback<std::uint64_t> done) override {
+    codecPool_.post([this, key, raw = std::move(raw), done = std::move(done)]() mutable {
+      auto frame = encodeChunk(raw, options_.codec);
+      if (!frame) return done(failure(frame.error()));
+      const std::uint64_t stored = frame->size();
+      store_.createExclusive(key.objectName(), Bytes(std::move(*frame)),
+                             [this, key, raw, stored, done](Result<std::uint64_t> r) {
+                               if (!r) return done(failure(r.error()));
+                               insert(key, raw);
+                               done(stored);
+                             });
+    });
+  }
+
+  void remove(const ChunkKey& key, Callback<std::uint64_t> done) override {
+    {
+      std::lock_guard lock(mu_);
+      eraseLocked(key);
+    }
+    store_.remove(key.objectName(), std::move(done));
+  }
+
+  void storedSize(const ChunkKey& key, Callback<std::uint64_t> done) override {
+    store_.stat(key.objectName(), [done = std::move(done)](Result<backends::ObjectStat> st) {
+      done(st ? Result<std::uint64_t>(st->size) : failure(st.error()));
+    });
+  }
+
+ private:
+  struct Entry {
+    Bytes raw;
+    std::list<ChunkKey>::iterator lruPos;
+  };
+
+  static Result<Bytes> decode(const Bytes& frame) {
+    auto raw = decodeChunk(frame);
+    if (!raw) return failure(raw.error());
+    return Bytes(std::move(*raw));
+  }
+
+  void finishRead(const ChunkKey& key, Result<Bytes> result) {
+    std::vector<Callback<Bytes>> waiters;
+    {
+      std::lock_guard lock(mu_);
+      if (result) insertLocked(key, *result);
+      waiters = std::move(inFlight_[key]);
+      inFlight_.erase(key);
+    }
+    for (auto& w : waiters) w(result);
+  }
+
+  std::optional<Bytes> lookupLocked(const ChunkKey& key) {
+    auto it = entries_.find(key);
+    if (it == entries_.end()) return std::nullopt;
+    lru_.splice(lru_.begin(), lru_, it->second.lruPos);
+    return it->second.raw;
+  }
+
+  void insert(const ChunkKey& key, const Bytes& raw) {
+    std::lock_guard lock(mu_);
+    insertLocked(key, raw);
+  }
+
+  void insertLocked(const ChunkKey& key, const Bytes& raw) {
+    if (raw.size() > options_.capacityBytes || entries_.count(key)) return;
+    lru_.push_front(key);
+    entries_.emplace(key, Entry{raw, lru_.begin()});
+    bytes_ += raw.size();
+    while (bytes_ > options_.capacityBytes) eraseLocked(lru_.back());
+  }
+
+  void eraseLocked(const ChunkKey& key) {
+    auto it = entries_.find(key);
+    if (it == entries_.end()) return;
+    bytes_ -= it->second.raw.size();
+    lru_.erase(it->second.lruPos);
+    entries_.erase(it);
+  }
+
+  backends::ObjectStore& store_;
+  const MemoryChunkCacheOptions options_;
+
+  std::mutex mu_;  // guards everything below; never held while calling the store or a callback
+  std::unordered_map<ChunkKey, Entry, ChunkKeyHash> entries_;
+  std::list<ChunkKey> lru_;  // most recently used first
+  std::uint64_t bytes_ = 0;
+  std::unordered_map<ChunkKey, std::vector<Callback<Bytes>>, ChunkKeyHash> inFlight_;
+
+  ThreadPool codecPool_;  // last: its destructor runs queued tasks, which use the members above
+};
+
+}  // namespace
+
+std::unique_ptr<ChunkCache> makeMemoryChunkCache(backends::ObjectStore& store,
+                                                 MemoryChunkCacheOptions options) {
+  return std::make_unique<MemoryChunkCache>(store, options);
+}
+
+}  // namespace tierfs::cache

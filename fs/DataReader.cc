@@ -1,0 +1,67 @@
+#include "fs/DataReader.h"
+
+#include <fmt/format.h>
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+
+namespace tierfs::fs {
+namespace {
+
+// Counts the piece reads of one call still out, and keeps the first error.
+struct Gather {
+  std::mutex mu;
+  std::condition_variable done;
+  std::size_t pending = 0;
+  Status status;
+
+  void finish(Status s) {
+    std::lock_guard lock(mu);
+    if (status.isOk() && !s.isOk()) status = std::move(s);
+    if (--pending == 0) done.notify_all();
+  }
+  Status wait() {
+    std::unique_lock lock(mu);
+    done.wait(lock, [this] { return pending == 0; });
+    return status;
+  }
+};
+
+}  // namespace
+
+Result<std::string> DataReader::read(Ino ino, const std::vector<Extent>& extents,
+                                     std::uint64_t size, std::uint64_t offset,
+                                     std::uint64_t length) const {
+  if (offset >= size) return std::string();
+  std::string out(std::min(length, size - offset), '\0');
+  TIERFS_RETURN_IF_ERROR(readInto(ino, extents, offset, out));
+  return out;
+}
+
+Status DataReader::readInto(Ino ino, const std::vector<Extent>& extents, std::uint64_t offset,
+                            std::string& out) const {
+  std::vector<PieceRange> pieces = map_.resolve(extents, offset, out.size());
+  if (pieces.empty()) return Status::ok();
+  // The cache answers every read exactly once (the store's deadline bounds it), so wait()
+  // returns only after the last callback has written into `out`.
+  auto gather = std::make_shared<Gather>();
+  gather->pending = pieces.size();
+  char* base = out.data();
+  for (const PieceRange& p : pieces) {
+    cache::ChunkKey key{ino, p.id.version, p.id.piece};
+    cache_.read(key, [gather, p, key, base, offset](Result<Bytes> chunk) {
+      if (!chunk) return gather->finish(chunk.error().withContext("reading " + key.objectName()));
+      if (chunk->size() < p.pieceOffset + p.length) {
+        return gather->finish(Status::corruption(
+            fmt::format("chunk {} holds {} bytes; the file map needs {}", key.objectName(),
+                        chunk->size(), p.pieceOffset + p.length)));
+      }
+      std::copy_n(chunk->data() + p.pieceOffset, p.length, base + (p.fileOffset - offset));
+      gather->finish(Status::ok());
+    });
+  }
+  return gather->wait();
+}
+
+}  // namespace tierfs::fs

@@ -1,0 +1,36 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cache/ChunkCache.h"
+#include "fs/ChunkMap.h"
+
+namespace tierfs::fs {
+
+// Reads a file's bytes from its chunks through the chunk cache: every piece a read needs is
+// requested at once, so one large read fetches its chunks in parallel. Thread-safe.
+class DataReader {
+ public:
+  DataReader(cache::ChunkCache& cache, std::uint32_t chunkSize) : cache_(cache), map_(chunkSize) {}
+
+  // The bytes [offset, offset + length) of a file of `size` bytes with chunk map `extents`,
+  // cut at the end of the file; holes read as zeros. Blocks until every piece is in. Status
+  // codes: the chunk cache's; Corruption when a chunk is shorter than the map says.
+  Result<std::string> read(Ino ino, const std::vector<Extent>& extents, std::uint64_t size,
+                           std::uint64_t offset, std::uint64_t length) const;
+
+  // Fills the parts of `out` (the file bytes from `offset`) that `extents` cover; the rest of
+  // `out` is left as it is.
+  Status readInto(Ino ino, const std::vector<Extent>& extents, std::uint64_t offset,
+                  std::string& out) const;
+
+  const ChunkMap& chunkMap() const { return map_; }
+
+ private:
+  cache::ChunkCache& cache_;
+  ChunkMap map_;
+};
+
+}  // namespace tierfs::fs

@@ -1,0 +1,264 @@
+#include "fs/FileWriter.h"
+
+#include <algorithm>
+
+namespace tierfs::fs {
+
+void FileWriter::SlotBuffer::put(std::uint32_t at, std::string_view bytes) {
+  const auto end = static_cast<std::uint32_t>(at + bytes.size());
+  if (data.size() < end) data.resize(end);
+  std::copy(bytes.begin(), bytes.end(), data.begin() + at);
+  // Insert [at, end) and merge everything it touches.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> merged;
+  std::pair<std::uint32_t, std::uint32_t> add{at, end};
+  for (const auto& c : covered) {
+    if (c.second < add.first || c.first > add.second) {
+      merged.push_back(c);
+    } else {
+      add = {std::min(add.first, c.first), std::max(add.second, c.second)};
+    }
+  }
+  merged.push_back(add);
+  std::sort(merged.begin(), merged.end());
+  covered = std::move(merged);
+}
+
+void FileWriter::SlotBuffer::clip(std::uint32_t end) {
+  std::erase_if(covered, [end](const auto& c) { return c.first >= end; });
+  if (!covered.empty()) covered.back().second = std::min(covered.back().second, end);
+  data.resize(std::min<std::size_t>(data.size(), end));
+}
+
+FileWriter::FileWriter(WriterContext ctx, const Inode& base)
+    : ctx_(ctx), ino_(base.ino), chunkSize_(ctx.volume.record().chunkSize), base_(base) {
+  recomputeViewLocked();
+}
+
+FileWriter::~FileWriter() {
+  std::unique_lock lock(mu_);
+  uploadDone_.wait(lock, [this] { return inFlight_ == 0; });  // callbacks refer to this
+}
+
+Status FileWriter::write(std::uint64_t offset, std::string_view data) {
+  std::unique_lock lock(mu_);
+  while (unflushedBytes_ >= ctx_.dirtyLimit) {  // wait for uploads to make room
+    startUploadsLocked(UINT64_MAX, lock);
+    if (inFlight_ == 0) break;  // nothing left to upload (an upload failed): do not wait
+    uploadDone_.wait(lock);
+  }
+  std::uint64_t pos = offset;
+  while (!data.empty()) {
+    const std::uint64_t slot = pos / chunkSize_;
+    const auto at = static_cast<std::uint32_t>(pos % chunkSize_);
+    const std::size_t n = std::min<std::uint64_t>(data.size(), chunkSize_ - at);
+    writeSlotLocked(slot, at, data.substr(0, n));
+    data.remove_prefix(n);
+    pos += n;
+  }
+  viewSize_ = std::max(viewSize_, pos);
+  // Slots behind the write position are done (a stream has moved on): upload them now. A full
+  // slot at the position is done too.
+  std::uint64_t doneBelow = pos / chunkSize_;
+  auto full = dirty_.find(doneBelow);
+  if (full != dirty_.end() && full->second.covered.size() == 1 && full->second.lo() == 0 &&
+      full->second.hi() == chunkSize_) {
+    ++doneBelow;
+  }
+  if (unflushedBytes_ >= ctx_.dirtyLimit) doneBelow = UINT64_MAX;  // memory is short: all
+  startUploadsLocked(doneBelow, lock);
+  return Status::ok();
+}
+
+void FileWriter::writeSlotLocked(std::uint64_t slot, std::uint32_t at, std::string_view bytes) {
+  SlotBuffer& buf = dirty_[slot];
+  const std::size_t before = buf.data.size();
+  buf.put(at, bytes);
+  unflushedBytes_ += buf.data.size() - before;
+}
+
+void FileWriter::startUploadsLocked(std::uint64_t belowSlot, std::unique_lock<std::mutex>& lock) {
+  std::vector<std::uint64_t> slots;
+  for (const auto& [slot, buf] : dirty_) {
+    if (slot < belowSlot && !uploading_.count(slot)) slots.push_back(slot);
+  }
+  for (std::uint64_t slot : slots) {
+    Status s = startUploadLocked(slot, lock);
+    if (!s.isOk() && uploadError_.isOk()) uploadError_ = s;
+  }
+}
+
+// Moves a slot's buffer to uploading_ and sends it as one chunk covering [lo, hi) of the slot;
+// gaps between written ranges are filled with the file's current bytes first.
+Status FileWriter::startUploadLocked(std::uint64_t slot, std::unique_lock<std::mutex>& lock) {
+  auto node = dirty_.extract(slot);
+  if (node.empty() || node.mapped().covered.empty()) return Status::ok();
+  SlotBuffer& buf = uploading_.insert(std::move(node)).position->second;
+  ++inFlight_;
+  const std::uint64_t buffered = buf.data.size();
+  const std::uint64_t start = slot * chunkSize_ + buf.lo();
+  std::string bytes = buf.data.substr(buf.lo(), buf.hi() - buf.lo());
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> covered = buf.covered;
+  std::vector<Extent> view = view_;
+  bool needVersion = chunkVersion_ == 0;
+  lock.unlock();
+  Status status;
+  if (covered.size() > 1) {  // fill the gaps from the file as committed and uploaded
+    std::string old(bytes.size(), '\0');
+    status = ctx_.reader.readInto(ino_, view, start, old);
+    for (const auto& [lo, hi] : covered) {
+      std::copy_n(bytes.begin() + (lo - covered.front().first), hi - lo,
+                  old.begin() + (lo - covered.front().first));
+    }
+    bytes = std::move(old);
+  }
+  std::uint64_t version = 0;
+  if (status.isOk() && needVersion) {
+    auto id = ctx_.volume.newId();
+    status = statusOf(id);
+    if (id) version = *id;
+  }
+  lock.lock();
+  if (version != 0 && chunkVersion_ == 0) chunkVersion_ = version;
+  if (!status.isOk()) {
+    finishUploadLocked(slot, {}, buffered, status);
+    return status;
+  }
+  Extent run{start, bytes.size(), chunkVersion_, nextPiece_++, start};
+  cache::ChunkKey key{ino_, run.version, run.firstPiece};
+  lock.unlock();
+  ctx_.cache.write(key, Bytes(std::move(bytes)),
+                   [this, slot, run, buffered](Result<std::uint64_t> r) {
+                     std::lock_guard guard(mu_);
+                     finishUploadLocked(slot, run, buffered, statusOf(r));
+                   });
+  lock.lock();
+  return Status::ok();
+}
+
+void FileWriter::finishUploadLocked(std::uint64_t slot, const Extent& run, std::uint64_t bytes,
+                                    Status status) {
+  if (status.isOk()) {
+    journal_.emplace_back(run);
+    ctx_.reader.chunkMap().overlay(view_, run);
+  } else if (uploadError_.isOk()) {
+    uploadError_ = status;
+  }
+  uploading_.erase(slot);
+  unflushedBytes_ -= std::min(unflushedBytes_, bytes);
+  --inFlight_;
+  uploadDone_.notify_all();
+}
+
+Status FileWriter::truncate(std::uint64_t size) {
+  std::unique_lock lock(mu_);
+  // Uploads in flight would land after the truncation; let them land first.
+  uploadDone_.wait(lock, [this] { return inFlight_ == 0; });
+  for (auto it = dirty_.begin(); it != dirty_.end();) {
+    const std::uint64_t slotStart = it->first * chunkSize_;
+    if (slotStart >= size) {
+      unflushedBytes_ -= std::min(unflushedBytes_, std::uint64_t{it->second.data.size()});
+      it = dirty_.erase(it);
+      continue;
+    }
+    if (slotStart + it->second.data.size() > size) {
+      it->second.clip(static_cast<std::uint32_t>(size - slotStart));
+    }
+    ++it;
+  }
+  std::erase_if(dirty_, [](const auto& e) { return e.second.covered.empty(); });
+  journal_.emplace_back(size);
+  ChunkMap::truncate(view_, size);
+  viewSize_ = size;
+  return Status::ok();
+}
+
+Result<std::string> FileWriter::read(std::uint64_t offset, std::uint64_t length) {
+  std::unique_lock lock(mu_);
+  if (offset >= viewSize_) return std::string();
+  std::string out(std::min(length, viewSize_ - offset), '\0');
+  std::vector<Extent> view = view_;
+  // Buffered bytes are copied now, so the result is one moment of the file even if an upload
+  // lands (and leaves the buffers) while the stored part is read below.
+  std::vector<Patch> patches = patchesLocked(offset, out.size());
+  lock.unlock();
+  TIERFS_RETURN_IF_ERROR(ctx_.reader.readInto(ino_, view, offset, out));
+  for (const Patch& p : patches)
+    std::copy(p.bytes.begin(), p.bytes.end(), out.begin() + (p.at - offset));
+  return out;
+}
+
+// The buffered bytes within [offset, offset + length): uploading ones first, then newer ones.
+std::vector<FileWriter::Patch> FileWriter::patchesLocked(std::uint64_t offset,
+                                                         std::uint64_t length) const {
+  std::vector<Patch> out;
+  const std::uint64_t end = offset + length;
+  for (const auto* buffers : {&uploading_, &dirty_}) {
+    for (const auto& [slot, buf] : *buffers) {
+      const std::uint64_t slotStart = slot * chunkSize_;
+      for (const auto& [lo, hi] : buf.covered) {
+        const std::uint64_t a = std::max(offset, slotStart + lo);
+        const std::uint64_t b = std::min(end, slotStart + hi);
+        if (a < b) out.push_back({a, buf.data.substr(a - slotStart, b - a)});
+      }
+    }
+  }
+  return out;
+}
+
+std::uint64_t FileWriter::size() const {
+  std::lock_guard lock(mu_);
+  return viewSize_;
+}
+
+bool FileWriter::hasChanges() const {
+  std::lock_guard lock(mu_);
+  return !journal_.empty() || !dirty_.empty() || inFlight_ > 0;
+}
+
+Status FileWriter::drain() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    startUploadsLocked(UINT64_MAX, lock);  // a slot whose older upload is in flight waits
+    if (dirty_.empty() && inFlight_ == 0) break;
+    uploadDone_.wait(lock);
+  }
+  Status s = uploadError_;
+  uploadError_ = Status::ok();
+  return s;
+}
+
+FileWriter::Changes FileWriter::changes() const {
+  std::lock_guard lock(mu_);
+  return {journal_.size(), journal_};
+}
+
+void FileWriter::committed(const Changes& changes, const Inode& inode) {
+  std::lock_guard lock(mu_);
+  journal_.erase(journal_.begin(), journal_.begin() + static_cast<std::ptrdiff_t>(changes.mark));
+  base_ = inode;
+  std::uint64_t buffered = viewSize_;
+  recomputeViewLocked();
+  viewSize_ = std::max(viewSize_, buffered);
+}
+
+void FileWriter::replay(const ChunkMap& map,
+                        const std::vector<std::variant<Extent, std::uint64_t>>& ops, Inode& inode) {
+  for (const auto& op : ops) {
+    if (const Extent* run = std::get_if<Extent>(&op)) {
+      map.overlay(inode.extents, *run);
+      inode.size = std::max(inode.size, run->end());
+    } else {
+      inode.size = std::get<std::uint64_t>(op);
+      ChunkMap::truncate(inode.extents, inode.size);
+    }
+  }
+}
+
+void FileWriter::recomputeViewLocked() {
+  Inode v = base_;
+  replay(ctx_.reader.chunkMap(), journal_, v);
+  view_ = std::move(v.extents);
+  viewSize_ = v.size;
+}
+
+}  // namespace tierfs::fs

@@ -1,0 +1,183 @@
+#pragma once
+
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cache/ChunkCache.h"
+#include "common/TimerQueue.h"
+#include "fs/DataReader.h"
+#include "fs/FileWriter.h"
+#include "fs/InodeTable.h"
+#include "fs/Volume.h"
+
+namespace tierfs::fs {
+
+struct FsOptions {
+  // A dentry fetched longer ago than this is read again before open() and getattr, which gives
+  // close-to-open consistency between nodes (the kernel caches attributes as long).
+  Duration attrTimeout = std::chrono::seconds(1);
+  std::uint64_t dirtyLimitPerFile = 64 << 20;  // unflushed bytes per file before writes wait
+  // Chunks a commit no longer refers to are removed this long after it, so that a reader on
+  // another node that opened the old content can finish (NFS gives such readers ESTALE).
+  Duration gcDelay = std::chrono::seconds(10);
+  std::uint32_t readdirPage = 1000;  // dentries per omap read of a directory listing
+  bool readOnly = false;
+};
+
+// Who makes a call: the owner of what it creates.
+struct Caller {
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+};
+
+// What setattr changes: the fields whose flag is set.
+struct SetAttr {
+  bool setMode = false, setUid = false, setGid = false, setSize = false;
+  bool setAtime = false, setMtime = false;
+  std::uint32_t mode = 0, uid = 0, gid = 0;
+  std::uint64_t size = 0;
+  Timestamp atime, mtime;  // already resolved (UTIME_NOW is the caller's clock)
+};
+
+// One open() of a file.
+struct OpenFile {
+  std::shared_ptr<Node> node;
+  bool writable = false;
+  bool append = false;
+  // The content this handle reads when the node has no unflushed changes: as of open(), then
+  // each commit made on this node (so a reader never mixes two versions from other nodes).
+  Inode snapshot;
+  std::uint64_t seenCommits = 0;
+};
+
+// One opendir(): a cursor over the directory's dentries, read one page at a time.
+struct DirCursor {
+  Ino dir = 0;
+  Ino parent = 0;
+  std::vector<std::pair<std::string, Dentry>> page;
+  std::uint64_t pageStart = 0;  // index of page[0] among the directory's entries
+  bool more = true;
+};
+
+struct DirEntry {
+  std::string_view name;
+  Ino ino = 0;
+  const Dentry* dentry = nullptr;  // null for "." and ".."
+  std::uint64_t nextOffset = 0;    // the offset to continue after this entry
+};
+
+struct FsStat {
+  std::uint64_t blockSize, blocks, blocksFree, blocksAvail, files, filesFree;
+};
+
+// The POSIX filesystem over a Volume, without the kernel: each call is what a FUSE request asks
+// and returns a Status whose toErrno() is the reply (the FUSE adapter only translates). The
+// kernel's lookup counts are kept in an InodeTable.
+//
+// Thread-safe: calls may come from many threads at once. They block on the store.
+class Filesystem {
+ public:
+  Filesystem(Volume& volume, cache::ChunkCache& cache, FsOptions options);
+  ~Filesystem();
+
+  // Entries: each success counts one kernel lookup of the returned inode.
+  Result<Inode> lookup(Ino parent, std::string_view name);
+  void forget(Ino ino, std::uint64_t n);
+  Result<Inode> mkdir(Ino parent, std::string_view name, std::uint32_t mode, Caller who);
+  Result<Inode> symlink(Ino parent, std::string_view name, std::string_view target, Caller who);
+  Result<std::string> readlink(Ino ino);
+  Status unlink(Ino parent, std::string_view name);
+  Status rmdir(Ino parent, std::string_view name);
+  Status rename(Ino parent, std::string_view name, Ino newParent, std::string_view newName,
+                unsigned flags);
+
+  // Attributes. A file with unflushed changes shows its local size.
+  Result<Inode> getattr(Ino ino);
+  Result<Inode> setattr(Ino ino, const SetAttr& change);
+  Result<std::string> getxattr(Ino ino, std::string_view name);
+  Result<std::vector<std::string>> listxattr(Ino ino);
+  Status setxattr(Ino ino, std::string_view name, std::string_view value, int flags);
+  Status removexattr(Ino ino, std::string_view name);
+  Result<FsStat> statfs();
+
+  // Files.
+  Result<std::pair<Inode, std::unique_ptr<OpenFile>>> create(Ino parent, std::string_view name,
+                                                             std::uint32_t mode, int flags,
+                                                             Caller who);
+  // `keepCache` says the kernel's cached pages of the file are still its content.
+  Result<std::unique_ptr<OpenFile>> open(Ino ino, int flags, bool* keepCache);
+  Result<std::string> read(OpenFile& file, std::uint64_t offset, std::uint64_t size);
+  // A read without an open file (a read-only mount answers OPEN with ENOSYS).
+  Result<std::string> readInode(Ino ino, std::uint64_t offset, std::uint64_t size);
+  Result<std::size_t> write(OpenFile& file, std::uint64_t offset, std::string_view data);
+  Status flush(OpenFile& file);  // commits (close-to-open)
+  Status fsync(OpenFile& file);  // commits; durable in the store when it returns
+  Status release(std::unique_ptr<OpenFile> file);
+
+  // Directories. readdir gives entries from `offset` (0 at the start) while `accept` takes them.
+  Result<std::unique_ptr<DirCursor>> opendir(Ino ino);
+  Status readdir(DirCursor& cursor, std::uint64_t offset,
+                 const std::function<bool(const DirEntry&)>& accept);
+  // The attributes readdirplus hands out for a dentry: a file with unflushed changes here shows
+  // its local size (the kernel would otherwise take the stored one).
+  Inode entryAttributes(const Dentry& dentry) const;
+  // Counts a kernel lookup for an entry readdirplus handed out.
+  void rememberEntry(Ino parent, const std::string& name, const Dentry& dentry);
+
+  // Commits every file with unflushed changes and runs the pending chunk removals: unmount.
+  Status flushAll();
+
+  const Volume& volume() const { return volume_; }
+  std::size_t nodeCount() const { return nodes_.size(); }
+
+ private:
+  struct Commit {
+    Inode before, after;
+  };
+  using Mutation = std::function<Status(Inode&)>;
+
+  Result<std::shared_ptr<Node>> node(Ino ino) const;
+  Result<Dentry> childDentry(Ino parent, std::string_view name);
+  Status refreshIfStale(Node& node);
+  Result<Commit> updateInode(Node& node, const Mutation& mutate);
+  Result<Inode> addEntry(Ino parent, std::string_view name, Inode inode);
+  Result<Inode> newInode(Ino parent, FileType type, std::uint32_t mode, Caller who);
+  struct Swap {
+    std::string moved;     // the encoded dentry to put at the target
+    std::string replaced;  // the encoded dentry it replaces there ("" = none)
+  };
+  Status renameAcross(Ino parent, const std::string& name, const std::string& source, Ino newParent,
+                      const std::string& newName, const Swap& swap);
+  void afterRemoval(const Dentry& gone);
+  void afterRename(const Dentry& moved, Ino newParent, const std::string& newName);
+  Status commitNode(Node& node);
+  std::shared_ptr<FileWriter> writerFor(Node& node);
+  void dropIdleWriter(Node& node);  // no open file and nothing unflushed: free the buffers
+  void dropGarbage(Ino ino, const std::vector<Extent>& before, const std::vector<Extent>& after,
+                   const std::vector<PieceId>& written);
+  std::vector<PieceId> piecesWritten(const FileWriter::Changes& changes) const;
+  void removePiecesLater(Ino ino, std::vector<PieceId> pieces);
+  void runGc(std::uint64_t id);
+  Inode withLocalSize(Node& node);
+  Status withDirTimes(Inode& inode);
+  void entriesChanged(Ino dir);  // read the directory's times again at its next getattr
+  Result<std::uint64_t> storedBytes(const Inode& inode);
+  Status checkWritable() const;
+
+  Volume& volume_;
+  cache::ChunkCache& cache_;
+  const FsOptions options_;
+  DataReader reader_;
+  InodeTable nodes_;
+  std::mutex gcMu_;  // guards the two below
+  std::uint64_t nextGcId_ = 1;
+  std::map<std::uint64_t, std::pair<Ino, std::vector<PieceId>>> gcPending_;  // by job id
+  TimerQueue gcTimers_;  // last: stopped first, before the state its callbacks use
+};
+
+}  // namespace tierfs::fs

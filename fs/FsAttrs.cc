@@ -1,0 +1,196 @@
+// Filesystem: attributes and extended attributes, and the guarded inode update they share with
+// commits.
+#include <fmt/format.h>
+#include <sys/xattr.h>
+
+#include <cerrno>
+
+#include "fs/Filesystem.h"
+
+namespace tierfs::fs {
+namespace {
+
+constexpr int kMaxUpdateRetries = 16;  // commits that lost a race with another node
+constexpr std::string_view kUserPrefix = "user.";
+// Read-only and not listed (so `cp -a` does not copy it): the bytes a file takes in the store.
+constexpr std::string_view kStoredSizeXattr = "user.tierfs.stored_size";
+
+}  // namespace
+
+Status Filesystem::checkWritable() const {
+  if (options_.readOnly) return Status::posix(EROFS, "read-only mount");
+  return Status::ok();
+}
+
+Inode Filesystem::withLocalSize(Node& n) {
+  std::lock_guard lock(n.mu);
+  Inode inode = n.dentry.inode;
+  if (n.writer) inode.size = n.writer->size();
+  return inode;
+}
+
+Status Filesystem::refreshIfStale(Node& n) {
+  Location where;
+  {
+    std::lock_guard lock(n.mu);
+    if (Clock::now() - n.fetchedAt < options_.attrTimeout || n.unlinked) return Status::ok();
+    where = n.location();
+  }
+  TIERFS_ASSIGN_OR_RETURN(auto fresh, volume_.readDentry(where));
+  if (fresh) TIERFS_RETURN_IF_ERROR(withDirTimes(fresh->inode));
+  std::lock_guard lock(n.mu);
+  if (!fresh || fresh->inode.ino != n.ino) {
+    // Removed or replaced on another node: the kernel will look the name up again.
+    return Status::posix(ESTALE, fmt::format("inode {} is no longer at '{}'", n.ino, where.key));
+  }
+  n.dentry = std::move(*fresh);
+  n.fetchedAt = Clock::now();
+  return Status::ok();
+}
+
+// A directory's mtime and ctime move with its entries, which live in its own object.
+Status Filesystem::withDirTimes(Inode& inode) {
+  if (!inode.isDir()) return Status::ok();
+  TIERFS_ASSIGN_OR_RETURN(auto changed, volume_.dirMtime(inode.ino));
+  if (changed) {
+    inode.mtime = *changed;
+    inode.ctime = std::max(inode.ctime, *changed);
+  }
+  return Status::ok();
+}
+
+void Filesystem::entriesChanged(Ino dir) {
+  if (auto n = nodes_.find(dir)) {
+    std::lock_guard lock(n->mu);
+    n->fetchedAt = {};
+  }
+}
+
+Result<Inode> Filesystem::getattr(Ino ino) {
+  TIERFS_ASSIGN_OR_RETURN(auto n, node(ino));
+  TIERFS_RETURN_IF_ERROR(refreshIfStale(*n));
+  return withLocalSize(*n);
+}
+
+// Applies `mutate` to the node's inode with a guarded dentry update; when another node changed
+// the dentry first, reads it again and reapplies.
+Result<Filesystem::Commit> Filesystem::updateInode(Node& n, const Mutation& mutate) {
+  for (int attempt = 0; attempt < kMaxUpdateRetries; ++attempt) {
+    Location where;
+    Dentry current;
+    {
+      std::lock_guard lock(n.mu);
+      where = n.location();
+      current = n.dentry;
+    }
+    Inode next = current.inode;
+    TIERFS_RETURN_IF_ERROR(mutate(next));
+    std::string encoded = encodeInode(next);
+    Status s = volume_.updateDir(where.object, {{where.key, current.encoded, encoded}});
+    if (s.isOk()) {
+      std::lock_guard lock(n.mu);
+      n.dentry = {next, std::move(encoded)};
+      n.fetchedAt = Clock::now();
+      return Commit{std::move(current.inode), std::move(next)};
+    }
+    if (s.code() != StatusCode::kPreconditionFailed) return failure(s);
+    TIERFS_ASSIGN_OR_RETURN(auto fresh, volume_.readDentry(where));
+    if (!fresh || fresh->inode.ino != n.ino) {
+      return failure(Status::posix(ESTALE, fmt::format("inode {} was removed", n.ino)));
+    }
+    std::lock_guard lock(n.mu);
+    n.dentry = std::move(*fresh);
+  }
+  return failure(Status::posix(EBUSY, fmt::format("inode {} keeps changing", n.ino)));
+}
+
+Result<Inode> Filesystem::setattr(Ino ino, const SetAttr& change) {
+  TIERFS_RETURN_IF_ERROR(checkWritable());
+  TIERFS_ASSIGN_OR_RETURN(auto n, node(ino));
+  // Attributes set after writes must not be overwritten by the commit of those writes (tar sets
+  // mtime before close): commit first.
+  TIERFS_RETURN_IF_ERROR(commitNode(*n));
+  if (change.setSize) {
+    {
+      std::lock_guard lock(n->mu);
+      if (!n->dentry.inode.isFile()) return failure(Status::posix(EISDIR, "truncate"));
+    }
+    TIERFS_RETURN_IF_ERROR(writerFor(*n)->truncate(change.size));
+    TIERFS_RETURN_IF_ERROR(commitNode(*n));
+    dropIdleWriter(*n);
+  }
+  if (change.setMode || change.setUid || change.setGid || change.setAtime || change.setMtime) {
+    TIERFS_RETURN_IF_ERROR(statusOf(updateInode(*n, [&](Inode& i) {
+      if (change.setMode) i.mode = change.mode & 07777;
+      if (change.setUid) i.uid = change.uid;
+      if (change.setGid) i.gid = change.gid;
+      if (change.setAtime) i.atime = change.atime;
+      if (change.setMtime) i.mtime = change.mtime;
+      i.ctime = Timestamp::now();
+      return Status::ok();
+    })));
+    if (change.setMtime && withLocalSize(*n).isDir()) {
+      TIERFS_RETURN_IF_ERROR(volume_.setDirMtime(ino, change.mtime));
+    }
+  }
+  return withLocalSize(*n);
+}
+
+Result<std::string> Filesystem::getxattr(Ino ino, std::string_view name) {
+  TIERFS_ASSIGN_OR_RETURN(auto n, node(ino));
+  if (name == kStoredSizeXattr) {
+    Inode inode = withLocalSize(*n);
+    TIERFS_ASSIGN_OR_RETURN(std::uint64_t stored, storedBytes(inode));
+    return std::to_string(stored);
+  }
+  TIERFS_RETURN_IF_ERROR(refreshIfStale(*n));
+  std::lock_guard lock(n->mu);
+  auto it = n->dentry.inode.xattrs.find(std::string(name));
+  if (it == n->dentry.inode.xattrs.end()) {
+    return failure(Status::posix(ENODATA, std::string(name)));
+  }
+  return it->second;
+}
+
+Result<std::vector<std::string>> Filesystem::listxattr(Ino ino) {
+  TIERFS_ASSIGN_OR_RETURN(auto n, node(ino));
+  TIERFS_RETURN_IF_ERROR(refreshIfStale(*n));
+  std::lock_guard lock(n->mu);
+  std::vector<std::string> names;
+  for (const auto& [name, value] : n->dentry.inode.xattrs) names.push_back(name);
+  return names;
+}
+
+Status Filesystem::setxattr(Ino ino, std::string_view name, std::string_view value, int flags) {
+  TIERFS_RETURN_IF_ERROR(checkWritable());
+  if (!name.starts_with(kUserPrefix) || name == kStoredSizeXattr) {
+    return Status::posix(name == kStoredSizeXattr ? EPERM : EOPNOTSUPP,
+                         fmt::format("xattr '{}': only user.* attributes are stored", name));
+  }
+  if (name.size() > kMaxNameLength) return Status::posix(ERANGE, "xattr name too long");
+  if (value.size() > kMaxXattrValue) return Status::posix(E2BIG, "xattr value too large");
+  TIERFS_ASSIGN_OR_RETURN(auto n, node(ino));
+  return statusOf(updateInode(*n, [&](Inode& i) {
+    auto it = i.xattrs.find(std::string(name));
+    if ((flags & XATTR_CREATE) && it != i.xattrs.end()) return Status::posix(EEXIST, "xattr");
+    if ((flags & XATTR_REPLACE) && it == i.xattrs.end()) return Status::posix(ENODATA, "xattr");
+    std::size_t total = value.size() + name.size();
+    for (const auto& [k, v] : i.xattrs) total += (k == name ? 0 : k.size() + v.size());
+    if (total > kMaxXattrBytes) return Status::posix(ENOSPC, "xattrs of this inode are full");
+    i.xattrs[std::string(name)] = value;
+    i.ctime = Timestamp::now();
+    return Status::ok();
+  }));
+}
+
+Status Filesystem::removexattr(Ino ino, std::string_view name) {
+  TIERFS_RETURN_IF_ERROR(checkWritable());
+  TIERFS_ASSIGN_OR_RETURN(auto n, node(ino));
+  return statusOf(updateInode(*n, [&](Inode& i) {
+    if (i.xattrs.erase(std::string(name)) == 0) return Status::posix(ENODATA, "xattr");
+    i.ctime = Timestamp::now();
+    return Status::ok();
+  }));
+}
+
+}  // namespace tierfs::fs

@@ -1,0 +1,228 @@
+// Filesystem: names — lookup, create of directories and symlinks, unlink, rmdir, rename.
+#include <fmt/format.h>
+#include <linux/fs.h>
+
+#include <cerrno>
+
+#include "fs/Filesystem.h"
+
+namespace tierfs::fs {
+namespace {
+
+constexpr int kMaxEntryRetries = 8;  // lost races with another node before giving up (EBUSY)
+
+std::string journalKey(std::uint64_t id) { return fmt::format("{:016x}", id); }
+
+}  // namespace
+
+Result<std::shared_ptr<Node>> Filesystem::node(Ino ino) const {
+  auto n = nodes_.find(ino);
+  if (!n) return failure(Status::posix(ESTALE, fmt::format("inode {} is not known", ino)));
+  return n;
+}
+
+Result<Dentry> Filesystem::childDentry(Ino parent, std::string_view name) {
+  TIERFS_RETURN_IF_ERROR(checkName(name));
+  TIERFS_ASSIGN_OR_RETURN(auto dir, node(parent));
+  {
+    std::lock_guard lock(dir->mu);
+    if (!dir->dentry.inode.isDir()) {
+      return failure(Status::posix(ENOTDIR, fmt::format("inode {} is not a directory", parent)));
+    }
+  }
+  TIERFS_ASSIGN_OR_RETURN(auto found, volume_.readDentry(Location::of(parent, name)));
+  if (!found) return failure(Status::posix(ENOENT, fmt::format("no entry '{}'", name)));
+  TIERFS_RETURN_IF_ERROR(withDirTimes(found->inode));
+  return std::move(*found);
+}
+
+Result<Inode> Filesystem::lookup(Ino parent, std::string_view name) {
+  if (name.size() > kMaxNameLength) return failure(Status::posix(ENAMETOOLONG, "name too long"));
+  TIERFS_ASSIGN_OR_RETURN(Dentry d, childDentry(parent, name));
+  auto n = nodes_.remember(parent, std::string(name), d, true);
+  return withLocalSize(*n);
+}
+
+void Filesystem::forget(Ino ino, std::uint64_t n) { nodes_.forget(ino, n); }
+
+void Filesystem::rememberEntry(Ino parent, const std::string& name, const Dentry& dentry) {
+  nodes_.remember(parent, name, dentry, true);
+}
+
+Result<Inode> Filesystem::newInode(Ino parent, FileType type, std::uint32_t mode, Caller who) {
+  TIERFS_ASSIGN_OR_RETURN(auto dir, node(parent));
+  Inode n;
+  TIERFS_ASSIGN_OR_RETURN(n.ino, volume_.newId());
+  n.type = type;
+  n.mode = mode & 07777;
+  n.uid = who.uid;
+  n.gid = who.gid;
+  n.atime = n.mtime = n.ctime = Timestamp::now();
+  std::lock_guard lock(dir->mu);
+  if (dir->dentry.inode.mode & S_ISGID) {  // BSD group semantics for set-group-ID directories
+    n.gid = dir->dentry.inode.gid;
+    if (type == FileType::kDirectory) n.mode |= S_ISGID;
+  }
+  return n;
+}
+
+// Adds the dentry of a new inode; EEXIST when the name is taken, ENOENT when the directory went.
+Result<Inode> Filesystem::addEntry(Ino parent, std::string_view name, Inode inode) {
+  TIERFS_RETURN_IF_ERROR(checkWritable());
+  TIERFS_RETURN_IF_ERROR(checkName(name));
+  Dentry d{inode, encodeInode(inode)};
+  Status s = volume_.updateDir(dirObject(parent), {{std::string(name), "", d.encoded}});
+  if (s.code() == StatusCode::kPreconditionFailed || s.isNotFound()) {
+    auto existing = volume_.readDentry(Location::of(parent, name));
+    if (existing && *existing) return failure(Status::posix(EEXIST, std::string(name)));
+    return failure(Status::posix(ENOENT, fmt::format("directory {} is gone", parent)));
+  }
+  TIERFS_RETURN_IF_ERROR(s);
+  entriesChanged(parent);
+  auto n = nodes_.remember(parent, std::string(name), d, true);
+  return withLocalSize(*n);
+}
+
+Result<Inode> Filesystem::mkdir(Ino parent, std::string_view name, std::uint32_t mode, Caller who) {
+  TIERFS_RETURN_IF_ERROR(checkWritable());
+  TIERFS_RETURN_IF_ERROR(checkName(name));
+  TIERFS_ASSIGN_OR_RETURN(Inode dir, newInode(parent, FileType::kDirectory, mode, who));
+  TIERFS_RETURN_IF_ERROR(volume_.createDirObject(dir.ino));
+  auto added = addEntry(parent, name, dir);
+  if (!added) (void)volume_.dropDirObject(dir.ino);
+  return added;
+}
+
+Result<Inode> Filesystem::symlink(Ino parent, std::string_view name, std::string_view target,
+                                  Caller who) {
+  if (target.empty() || target.size() > kMaxSymlinkLength) {
+    return failure(Status::posix(target.empty() ? ENOENT : ENAMETOOLONG, "symlink target"));
+  }
+  TIERFS_ASSIGN_OR_RETURN(Inode link, newInode(parent, FileType::kSymlink, 0777, who));
+  link.symlinkTarget = target;
+  link.size = target.size();
+  return addEntry(parent, name, std::move(link));
+}
+
+Result<std::string> Filesystem::readlink(Ino ino) {
+  TIERFS_ASSIGN_OR_RETURN(auto n, node(ino));
+  std::lock_guard lock(n->mu);
+  if (!n->dentry.inode.isSymlink()) return failure(Status::posix(EINVAL, "not a symlink"));
+  return n->dentry.inode.symlinkTarget;
+}
+
+Status Filesystem::unlink(Ino parent, std::string_view name) {
+  TIERFS_RETURN_IF_ERROR(checkWritable());
+  for (int attempt = 0; attempt < kMaxEntryRetries; ++attempt) {
+    TIERFS_ASSIGN_OR_RETURN(Dentry d, childDentry(parent, name));
+    if (d.inode.isDir()) return Status::posix(EISDIR, std::string(name));
+    Status s = volume_.updateDir(dirObject(parent), {{std::string(name), d.encoded, ""}});
+    if (s.code() == StatusCode::kPreconditionFailed) continue;  // changed meanwhile: look again
+    TIERFS_RETURN_IF_ERROR(s);
+    entriesChanged(parent);
+    afterRemoval(d);
+    return Status::ok();
+  }
+  return Status::posix(EBUSY, fmt::format("'{}' keeps changing", name));
+}
+
+Status Filesystem::rmdir(Ino parent, std::string_view name) {
+  TIERFS_RETURN_IF_ERROR(checkWritable());
+  TIERFS_ASSIGN_OR_RETURN(Dentry d, childDentry(parent, name));
+  if (!d.inode.isDir()) return Status::posix(ENOTDIR, std::string(name));
+  TIERFS_RETURN_IF_ERROR(volume_.sealEmptyDir(d.inode.ino));
+  Status s = volume_.updateDir(dirObject(parent), {{std::string(name), d.encoded, ""}});
+  if (!s.isOk()) {
+    (void)volume_.unsealDir(d.inode.ino);
+    return s.code() == StatusCode::kPreconditionFailed ? Status::posix(EBUSY, std::string(name))
+                                                       : s;
+  }
+  entriesChanged(parent);
+  afterRemoval(d);
+  return volume_.dropDirObject(d.inode.ino);
+}
+
+// After a dentry is gone: the node (if the kernel holds it) is marked, and a file's chunks are
+// removed now, or at the last close when it is still open here.
+void Filesystem::afterRemoval(const Dentry& gone) {
+  if (auto n = nodes_.find(gone.inode.ino)) {
+    std::lock_guard lock(n->mu);
+    n->unlinked = true;
+    if (n->openFiles > 0) return;  // release() removes the chunks
+  }
+  if (gone.inode.isFile()) dropGarbage(gone.inode.ino, gone.inode.extents, {}, {});
+}
+
+Status Filesystem::rename(Ino parent, std::string_view name, Ino newParent,
+                          std::string_view newName, unsigned flags) {
+  TIERFS_RETURN_IF_ERROR(checkWritable());
+  if (flags & ~unsigned{RENAME_NOREPLACE}) {
+    return Status::posix(EINVAL, "only RENAME_NOREPLACE is supported");
+  }
+  TIERFS_RETURN_IF_ERROR(checkName(newName));
+  TIERFS_ASSIGN_OR_RETURN(Dentry src, childDentry(parent, name));
+  auto dst = childDentry(newParent, newName);
+  if (!dst && dst.error().toErrno() != ENOENT) return dst.error();
+  std::string replaced;
+  if (dst) {
+    if (flags & RENAME_NOREPLACE) return Status::posix(EEXIST, std::string(newName));
+    if (dst->inode.ino == src.inode.ino) return Status::ok();
+    if (src.inode.isDir() && !dst->inode.isDir()) return Status::posix(ENOTDIR, "target");
+    if (!src.inode.isDir() && dst->inode.isDir()) return Status::posix(EISDIR, "target");
+    if (dst->inode.isDir()) TIERFS_RETURN_IF_ERROR(volume_.sealEmptyDir(dst->inode.ino));
+    replaced = dst->encoded;
+  }
+  Dentry moved = src;
+  moved.inode.ctime = Timestamp::now();
+  moved.encoded = encodeInode(moved.inode);
+  Status s;
+  if (parent == newParent) {
+    s = volume_.updateDir(dirObject(parent), {{std::string(name), src.encoded, ""},
+                                              {std::string(newName), replaced, moved.encoded}});
+  } else {
+    s = renameAcross(parent, std::string(name), src.encoded, newParent, std::string(newName),
+                     {moved.encoded, replaced});
+  }
+  if (!s.isOk()) {
+    if (dst && dst->inode.isDir()) (void)volume_.unsealDir(dst->inode.ino);
+    return s.code() == StatusCode::kPreconditionFailed ? Status::posix(EBUSY, "rename raced") : s;
+  }
+  entriesChanged(parent);
+  entriesChanged(newParent);
+  if (dst) {
+    afterRemoval(*dst);
+    if (dst->inode.isDir()) (void)volume_.dropDirObject(dst->inode.ino);
+  }
+  afterRename(moved, newParent, std::string(newName));
+  return Status::ok();
+}
+
+// A rename between two directory objects: an intent in the journal object first, so that a crash
+// between the two updates is rolled forward (or back) by the next mount or fsck.
+Status Filesystem::renameAcross(Ino parent, const std::string& name, const std::string& source,
+                                Ino newParent, const std::string& newName, const Swap& swap) {
+  const std::string& moved = swap.moved;
+  const std::string& replaced = swap.replaced;
+  TIERFS_ASSIGN_OR_RETURN(std::uint64_t id, volume_.newId());
+  RenameIntent intent{parent, name, newParent, newName, moved, replaced, Timestamp::now().sec};
+  const std::string key = journalKey(id);
+  TIERFS_RETURN_IF_ERROR(volume_.recordIntent(key, encodeIntent(intent)));
+  Status s = volume_.updateDir(dirObject(newParent), {{newName, replaced, moved}});
+  if (s.isOk()) {
+    s = volume_.updateDir(dirObject(parent), {{name, source, ""}});
+    if (!s.isOk()) (void)volume_.updateDir(dirObject(newParent), {{newName, moved, replaced}});
+  }
+  Status cleared = volume_.clearIntent(key);
+  return s.isOk() ? cleared : s;
+}
+
+void Filesystem::afterRename(const Dentry& moved, Ino newParent, const std::string& newName) {
+  auto n = nodes_.find(moved.inode.ino);
+  if (!n) return;
+  std::lock_guard lock(n->mu);
+  n->parent = newParent;
+  n->name = newName;
+  n->dentry = moved;
+}
+
+}  // namespace tierfs::fs

@@ -1,0 +1,268 @@
+// Filesystem: file contents — create, open, read, write, commit (flush/fsync/release) and the
+// removal of chunks no commit refers to any more.
+#include <fcntl.h>
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <condition_variable>
+
+#include "backends/SyncStore.h"
+#include "fs/Filesystem.h"
+
+namespace tierfs::fs {
+
+Filesystem::Filesystem(Volume& volume, cache::ChunkCache& cache, FsOptions options)
+    : volume_(volume), cache_(cache), options_(options), reader_(cache, volume.record().chunkSize) {
+  // The root's dentry lives in the volume object; it is the one node the kernel never looks up.
+  auto root = volume_.readDentry(Location::of(0, ""));
+  Dentry d;
+  d.inode.ino = kRootIno;
+  d.inode.type = FileType::kDirectory;
+  if (root && *root) d = std::move(**root);
+  auto n = nodes_.remember(0, std::string(kRootKey), d, true);
+  std::lock_guard lock(n->mu);
+  if (!root || !*root) n->fetchedAt = {};  // read again on first use
+}
+
+Filesystem::~Filesystem() { (void)flushAll(); }
+
+std::shared_ptr<FileWriter> Filesystem::writerFor(Node& n) {
+  std::lock_guard lock(n.mu);
+  if (!n.writer) {
+    n.writer = std::make_shared<FileWriter>(
+        WriterContext{volume_, cache_, reader_, options_.dirtyLimitPerFile}, n.dentry.inode);
+  }
+  return n.writer;
+}
+
+Result<std::pair<Inode, std::unique_ptr<OpenFile>>> Filesystem::create(Ino parent,
+                                                                       std::string_view name,
+                                                                       std::uint32_t mode,
+                                                                       int flags, Caller who) {
+  TIERFS_ASSIGN_OR_RETURN(Inode file, newInode(parent, FileType::kRegular, mode, who));
+  auto added = addEntry(parent, name, file);
+  if (!added && added.error().toErrno() == EEXIST && !(flags & O_EXCL)) {
+    TIERFS_ASSIGN_OR_RETURN(Inode existing, lookup(parent, name));
+    bool keep = false;
+    TIERFS_ASSIGN_OR_RETURN(auto handle, open(existing.ino, flags, &keep));
+    return std::make_pair(existing, std::move(handle));
+  }
+  TIERFS_RETURN_IF_ERROR(statusOf(added));
+  bool keep = false;
+  TIERFS_ASSIGN_OR_RETURN(auto handle, open(added->ino, flags, &keep));
+  return std::make_pair(*added, std::move(handle));
+}
+
+Result<std::unique_ptr<OpenFile>> Filesystem::open(Ino ino, int flags, bool* keepCache) {
+  TIERFS_ASSIGN_OR_RETURN(auto n, node(ino));
+  const int access = flags & O_ACCMODE;
+  if (access != O_RDONLY) TIERFS_RETURN_IF_ERROR(checkWritable());
+  TIERFS_RETURN_IF_ERROR(refreshIfStale(*n));  // close-to-open: see other nodes' commits
+  auto file = std::make_unique<OpenFile>();
+  file->node = n;
+  file->writable = access != O_RDONLY;
+  file->append = flags & O_APPEND;
+  if (withLocalSize(*n).isDir()) return failure(Status::posix(EISDIR, "open of a directory"));
+  if (file->writable && (flags & O_TRUNC)) {  // the kernel leaves O_TRUNC to us (atomic_o_trunc)
+    TIERFS_RETURN_IF_ERROR(writerFor(*n)->truncate(0));
+  }
+  std::lock_guard lock(n->mu);
+  file->snapshot = n->dentry.inode;
+  file->seenCommits = n->localCommits;
+  *keepCache = n->pageCacheVersion == file->snapshot.version;
+  n->pageCacheVersion = file->snapshot.version;
+  ++n->openFiles;
+  return file;
+}
+
+Result<std::string> Filesystem::read(OpenFile& file, std::uint64_t offset, std::uint64_t size) {
+  Node& n = *file.node;
+  std::shared_ptr<FileWriter> writer;
+  {
+    std::lock_guard lock(n.mu);
+    writer = n.writer;
+    if (!writer && file.seenCommits != n.localCommits) {  // adopt what this node committed
+      file.snapshot = n.dentry.inode;
+      file.seenCommits = n.localCommits;
+    }
+  }
+  if (writer) return writer->read(offset, size);
+  return reader_.read(n.ino, file.snapshot.extents, file.snapshot.size, offset, size);
+}
+
+Result<std::string> Filesystem::readInode(Ino ino, std::uint64_t offset, std::uint64_t size) {
+  TIERFS_ASSIGN_OR_RETURN(auto n, node(ino));
+  Inode inode;
+  {
+    std::lock_guard lock(n->mu);
+    inode = n->dentry.inode;
+  }
+  if (!inode.isFile()) return failure(Status::posix(EISDIR, "read of a directory"));
+  return reader_.read(ino, inode.extents, inode.size, offset, size);
+}
+
+Result<std::size_t> Filesystem::write(OpenFile& file, std::uint64_t offset, std::string_view data) {
+  if (!file.writable) return failure(Status::posix(EBADF, "file not open for writing"));
+  auto writer = writerFor(*file.node);
+  if (file.append) offset = writer->size();
+  TIERFS_RETURN_IF_ERROR(writer->write(offset, data));
+  return data.size();
+}
+
+Status Filesystem::flush(OpenFile& file) {
+  if (!file.writable) return Status::ok();
+  return commitNode(*file.node);
+}
+
+Status Filesystem::fsync(OpenFile& file) { return commitNode(*file.node); }
+
+Status Filesystem::release(std::unique_ptr<OpenFile> file) {
+  Node& n = *file->node;
+  Status s = file->writable ? commitNode(n) : Status::ok();
+  std::vector<Extent> orphaned;
+  std::vector<PieceId> orphanedWrites;
+  {
+    std::lock_guard lock(n.mu);
+    --n.openFiles;
+    if (n.openFiles == 0 && n.unlinked && n.dentry.inode.isFile()) {  // the last close
+      orphaned = n.dentry.inode.extents;
+      if (n.writer) orphanedWrites = piecesWritten(n.writer->changes());
+      n.writer.reset();
+    }
+    if (n.openFiles == 0 && n.writer && !n.writer->hasChanges()) n.writer.reset();
+  }
+  if (!orphaned.empty() || !orphanedWrites.empty()) {
+    dropGarbage(n.ino, orphaned, {}, orphanedWrites);
+  }
+  nodes_.releaseIfUnused(n.ino);
+  return s;
+}
+
+void Filesystem::dropIdleWriter(Node& n) {
+  std::lock_guard lock(n.mu);
+  if (n.openFiles == 0 && n.writer && !n.writer->hasChanges()) n.writer.reset();
+}
+
+// Uploads the node's unflushed changes and switches its dentry to them in one guarded update.
+Status Filesystem::commitNode(Node& n) {
+  std::lock_guard commitLock(n.commitMu);
+  std::shared_ptr<FileWriter> writer;
+  bool unlinked = false;
+  {
+    std::lock_guard lock(n.mu);
+    writer = n.writer;
+    unlinked = n.unlinked;
+  }
+  if (!writer) return Status::ok();
+  TIERFS_RETURN_IF_ERROR(writer->drain());
+  FileWriter::Changes changes = writer->changes();
+  if (changes.ops.empty()) return Status::ok();
+  // Removed while open: nobody can open it again, so the data stays with the open files until
+  // the last one closes (release() then removes its chunks).
+  if (unlinked) return Status::ok();
+  TIERFS_ASSIGN_OR_RETURN(std::uint64_t version, volume_.newId());
+  TIERFS_ASSIGN_OR_RETURN(Commit c, updateInode(n, [&](Inode& i) {
+                            FileWriter::replay(reader_.chunkMap(), changes.ops, i);
+                            i.mtime = i.ctime = Timestamp::now();
+                            i.version = version;
+                            return Status::ok();
+                          }));
+  writer->committed(changes, c.after);
+  std::vector<PieceId> written = piecesWritten(changes);
+  {
+    std::lock_guard lock(n.mu);
+    ++n.localCommits;
+    n.pageCacheVersion = version;  // the kernel's pages hold what this node wrote
+  }
+  dropGarbage(n.ino, c.before.extents, c.after.extents, written);
+  return Status::ok();
+}
+
+std::vector<PieceId> Filesystem::piecesWritten(const FileWriter::Changes& changes) const {
+  std::vector<PieceId> out;
+  for (const auto& op : changes.ops) {
+    if (const Extent* run = std::get_if<Extent>(&op)) {
+      auto p = reader_.chunkMap().pieces({*run});
+      out.insert(out.end(), p.begin(), p.end());
+    }
+  }
+  return out;
+}
+
+// Removes (after the grace delay) the pieces `before` and `written` refer to that `after` does
+// not.
+void Filesystem::dropGarbage(Ino ino, const std::vector<Extent>& before,
+                             const std::vector<Extent>& after,
+                             const std::vector<PieceId>& written) {
+  const ChunkMap& map = reader_.chunkMap();
+  std::vector<PieceId> candidates = map.pieces(before);
+  candidates.insert(candidates.end(), written.begin(), written.end());
+  std::sort(candidates.begin(), candidates.end());
+  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+  std::vector<PieceId> kept = map.pieces(after);
+  std::vector<PieceId> garbage;
+  std::set_difference(candidates.begin(), candidates.end(), kept.begin(), kept.end(),
+                      std::back_inserter(garbage));
+  if (!garbage.empty()) removePiecesLater(ino, std::move(garbage));
+}
+
+void Filesystem::removePiecesLater(Ino ino, std::vector<PieceId> pieces) {
+  std::lock_guard lock(gcMu_);
+  const std::uint64_t id = nextGcId_++;
+  gcPending_.emplace(id, std::make_pair(ino, std::move(pieces)));
+  gcTimers_.schedule(Clock::now() + options_.gcDelay, [this, id] { runGc(id); });
+}
+
+void Filesystem::runGc(std::uint64_t id) {
+  std::pair<Ino, std::vector<PieceId>> job;
+  {
+    std::lock_guard lock(gcMu_);
+    auto it = gcPending_.find(id);
+    if (it == gcPending_.end()) return;  // flushAll() took it
+    job = std::move(it->second);
+    gcPending_.erase(it);
+  }
+  for (const PieceId& p : job.second) {
+    // Best effort: a chunk left behind is an orphan that fsck --repair removes.
+    cache_.remove({job.first, p.version, p.piece}, [](Result<std::uint64_t>) {});
+  }
+}
+
+Result<std::uint64_t> Filesystem::storedBytes(const Inode& inode) {
+  std::vector<PieceId> pieces = reader_.chunkMap().pieces(inode.extents);
+  std::mutex mu;
+  std::condition_variable cv;
+  std::size_t pending = pieces.size();
+  std::uint64_t total = 0;
+  Status status;
+  for (const PieceId& p : pieces) {
+    cache_.storedSize({inode.ino, p.version, p.piece}, [&](Result<std::uint64_t> r) {
+      std::lock_guard lock(mu);
+      if (r) total += *r;
+      if (!r && status.isOk()) status = r.error();
+      if (--pending == 0) cv.notify_all();
+    });
+  }
+  std::unique_lock lock(mu);
+  cv.wait(lock, [&] { return pending == 0; });
+  if (!status.isOk()) return failure(status);
+  return total;
+}
+
+Status Filesystem::flushAll() {
+  Status first;
+  std::vector<std::shared_ptr<Node>> dirty = nodes_.withWriters();
+  for (auto& n : dirty) {
+    Status s = commitNode(*n);
+    if (first.isOk() && !s.isOk()) first = s;
+  }
+  std::vector<std::uint64_t> ids;
+  {
+    std::lock_guard lock(gcMu_);
+    for (const auto& [id, job] : gcPending_) ids.push_back(id);
+  }
+  for (std::uint64_t id : ids) runGc(id);
+  return first;
+}
+
+}  // namespace tierfs::fs

@@ -1,0 +1,58 @@
+#include "fs/InodeTable.h"
+
+namespace tierfs::fs {
+
+std::shared_ptr<Node> InodeTable::find(Ino ino) const {
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(ino);
+  return it == nodes_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<Node> InodeTable::remember(Ino parent, const std::string& name,
+                                           const Dentry& dentry, bool countLookup) {
+  std::lock_guard lock(mu_);
+  auto& slot = nodes_[dentry.inode.ino];
+  if (!slot) slot = std::make_shared<Node>(dentry.inode.ino);
+  std::lock_guard nodeLock(slot->mu);
+  slot->parent = parent;
+  slot->name = name;
+  slot->dentry = dentry;  // unflushed changes (a writer) are replayed over it at commit
+  slot->fetchedAt = Clock::now();
+  if (countLookup) ++slot->lookups;
+  return slot;
+}
+
+void InodeTable::forget(Ino ino, std::uint64_t n) {
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(ino);
+  if (it == nodes_.end()) return;
+  std::shared_ptr<Node> node = it->second;  // outlives the erase below, and so its mutex
+  std::lock_guard nodeLock(node->mu);
+  node->lookups = n >= node->lookups ? 0 : node->lookups - n;
+  if (node->lookups == 0 && node->openFiles == 0 && !node->writer && node->ino != kRootIno) {
+    nodes_.erase(it);
+  }
+}
+
+void InodeTable::releaseIfUnused(Ino ino) { forget(ino, 0); }
+
+std::size_t InodeTable::size() const {
+  std::lock_guard lock(mu_);
+  return nodes_.size();
+}
+
+}  // namespace tierfs::fs
+
+namespace tierfs::fs {
+
+std::vector<std::shared_ptr<Node>> InodeTable::withWriters() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::shared_ptr<Node>> out;
+  for (const auto& [ino, node] : nodes_) {
+    std::lock_guard nodeLock(node->mu);
+    if (node->writer) out.push_back(node);
+  }
+  return out;
+}
+
+}  // namespace tierfs::fs

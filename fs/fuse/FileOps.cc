@@ -1,0 +1,107 @@
+// FUSE handlers for file contents: open, create, read, write, flush, release, fsync, ioctl.
+#include <cerrno>
+
+#include "fs/fuse/FuseOps.h"
+
+namespace tierfs::fs::fuse {
+namespace {
+
+OpenFile* fileOf(fuse_file_info* fi) { return reinterpret_cast<OpenFile*>(fi->fh); }
+
+void setHandle(fuse_file_info* fi, std::unique_ptr<OpenFile> file, bool keepCache) {
+  fi->keep_cache = keepCache;
+  fi->noflush = !file->writable;  // a reader's close() has nothing to commit
+  fi->fh = reinterpret_cast<uint64_t>(file.release());
+}
+
+void open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  guarded(req, "open", [&] {
+    Context& ctx = context(req);
+    // ENOSYS makes the kernel stop sending OPEN and RELEASE for this mount (no_open): a read-only
+    // dataset is then read without two extra round trips per file.
+    if (ctx.options.readOnly) return (void)fuse_reply_err(req, ENOSYS);
+    bool keepCache = false;
+    auto r = ctx.fs.open(ino, fi->flags, &keepCache);
+    if (!r) return replyError(req, r.error(), "open");
+    setHandle(fi, std::move(*r), keepCache);
+    if (fuse_reply_open(req, fi) != 0) {  // the opener was interrupted: close again
+      (void)ctx.fs.release(std::unique_ptr<OpenFile>(fileOf(fi)));
+    }
+  });
+}
+
+void create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fuse_file_info* fi) {
+  guarded(req, "create", [&] {
+    Context& ctx = context(req);
+    const fuse_ctx* caller = fuse_req_ctx(req);
+    auto r = ctx.fs.create(parent, name, mode, fi->flags, {caller->uid, caller->gid});
+    if (!r) return replyError(req, r.error(), "create");
+    fuse_entry_param e = toEntry(ctx, r->first);
+    setHandle(fi, std::move(r->second), false);
+    if (fuse_reply_create(req, &e, fi) != 0) {
+      (void)ctx.fs.release(std::unique_ptr<OpenFile>(fileOf(fi)));
+    }
+  });
+}
+
+void read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
+  guarded(req, "read", [&] {
+    Context& ctx = context(req);
+    OpenFile* file = fileOf(fi);
+    auto r = file ? ctx.fs.read(*file, off, size) : ctx.fs.readInode(ino, off, size);
+    if (!r) return replyError(req, r.error(), "read");
+    // From a buffer, not a splice: decompressed chunks are in memory anyway, and this kernel
+    // refuses pipes over 1 MiB.
+    fuse_reply_buf(req, r->data(), r->size());
+  });
+}
+
+void write(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off,
+           fuse_file_info* fi) {
+  guarded(req, "write", [&] {
+    auto r = context(req).fs.write(*fileOf(fi), off, std::string_view(buf, size));
+    r ? (void)fuse_reply_write(req, *r) : replyError(req, r.error(), "write");
+  });
+}
+
+void flush(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
+  guarded(req, "flush", [&] {
+    Status s = context(req).fs.flush(*fileOf(fi));
+    s.isOk() ? (void)fuse_reply_err(req, 0) : replyError(req, s, "flush");
+  });
+}
+
+void release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
+  guarded(req, "release", [&] {
+    Status s = context(req).fs.release(std::unique_ptr<OpenFile>(fileOf(fi)));
+    s.isOk() ? (void)fuse_reply_err(req, 0) : replyError(req, s, "release");
+  });
+}
+
+void fsync(fuse_req_t req, fuse_ino_t, int, fuse_file_info* fi) {
+  guarded(req, "fsync", [&] {
+    Status s = context(req).fs.fsync(*fileOf(fi));
+    s.isOk() ? (void)fuse_reply_err(req, 0) : replyError(req, s, "fsync");
+  });
+}
+
+// Python's open() asks isatty() through an ioctl on every file: say "not a terminal" at once.
+void ioctl(fuse_req_t req, fuse_ino_t, unsigned int, void*, fuse_file_info*, unsigned, const void*,
+           size_t, size_t) {
+  fuse_reply_err(req, ENOTTY);
+}
+
+}  // namespace
+
+void addFileOps(fuse_lowlevel_ops& ops) {
+  ops.open = open;
+  ops.create = create;
+  ops.read = read;
+  ops.write = write;
+  ops.flush = flush;
+  ops.release = release;
+  ops.fsync = fsync;
+  ops.ioctl = ioctl;
+}
+
+}  // namespace tierfs::fs::fuse

@@ -1,0 +1,103 @@
+#include "tools/ConfigFile.h"
+
+#include <fmt/format.h>
+
+#include "common/Units.h"
+
+namespace tierfs::tools {
+
+Result<toml::table> parseConfigFile(const std::string& file) {
+  toml::table root;
+  try {
+    root = toml::parse_file(file);  // Debian's toml++ is built with exceptions
+  } catch (const toml::parse_error& err) {
+    return failure(Status::invalidArgument(
+        fmt::format("{}:{}: {}", file, err.source().begin.line, err.description())));
+  }
+  for (auto&& [key, node] : root) {
+    if (!kConfigSections.count(std::string(key.str())) || !node.is_table()) {
+      return failure(Status::invalidArgument(
+          fmt::format("{}:{}: unknown section '{}' (known: backend, fuse, cache, fs)", file,
+                      node.source().begin.line, key.str())));
+    }
+  }
+  return root;
+}
+
+ConfigSection ConfigSection::sub(const std::string& name) const {
+  const toml::table* t = table_ ? (*table_)[name].as_table() : nullptr;
+  return ConfigSection(t, file_, name_ + "." + name);
+}
+
+Status ConfigSection::checkKeys(const std::set<std::string>& known) const {
+  if (!table_) return Status::ok();
+  for (auto&& [key, n] : *table_) {
+    if (!known.count(std::string(key.str()))) {
+      return Status::invalidArgument(fmt::format("{}:{}: unknown key '{}' in [{}]", file_,
+                                                 n.source().begin.line, key.str(), name_));
+    }
+  }
+  return Status::ok();
+}
+
+const toml::node* ConfigSection::node(const char* key) const {
+  return table_ ? table_->get(key) : nullptr;
+}
+
+Status ConfigSection::bad(const toml::node& n, const char* key, const std::string& problem) const {
+  return Status::invalidArgument(
+      fmt::format("{}:{}: [{}] {} {}", file_, n.source().begin.line, name_, key, problem));
+}
+
+Status ConfigSection::getString(const char* key, std::string& out) const {
+  const toml::node* n = node(key);
+  if (!n) return Status::ok();
+  auto v = n->value<std::string>();
+  if (!v) return bad(*n, key, "must be a string");
+  out = *v;
+  return Status::ok();
+}
+
+Status ConfigSection::getBool(const char* key, bool& out) const {
+  const toml::node* n = node(key);
+  if (!n) return Status::ok();
+  if (!n->is_boolean()) return bad(*n, key, "must be true or false");
+  out = *n->value<bool>();
+  return Status::ok();
+}
+
+Status ConfigSection::getInt(const char* key, std::int64_t min, std::int64_t max,
+                             std::int64_t& out) const {
+  const toml::node* n = node(key);
+  if (!n) return Status::ok();
+  auto v = n->is_integer() ? n->value<std::int64_t>() : std::nullopt;
+  if (!v || *v < min || *v > max) {
+    return bad(*n, key, fmt::format("must be an integer from {} to {}", min, max));
+  }
+  out = *v;
+  return Status::ok();
+}
+
+Status ConfigSection::getDuration(const char* key, Duration& out) const {
+  const toml::node* n = node(key);
+  if (!n) return Status::ok();
+  auto text = n->value<std::string>();
+  if (!text) return bad(*n, key, "must be a duration string such as \"30s\" or \"500ms\"");
+  auto d = parseDuration(*text);
+  if (!d) return bad(*n, key, d.error().message());
+  out = *d;
+  return Status::ok();
+}
+
+Status ConfigSection::getSize(const char* key, std::uint64_t& out) const {
+  const toml::node* n = node(key);
+  if (!n) return Status::ok();
+  auto text = n->value<std::string>();
+  if (!text) return bad(*n, key, "must be a size string such as \"4M\" or \"256MiB\"");
+  auto s = parseSize(*text);
+  if (!s) return bad(*n, key, s.error().message());
+  out = *s;
+  return Status::ok();
+}
+
+}  // namespace tierfs::tools

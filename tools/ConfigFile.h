@@ -1,0 +1,46 @@
+#pragma once
+
+#include <toml++/toml.h>
+
+#include <cstdint>
+#include <set>
+#include <string>
+
+#include "common/Deadline.h"
+#include "common/Result.h"
+
+namespace tierfs::tools {
+
+// The sections a tierfs config file may have; anything else is an error naming its line.
+inline const std::set<std::string> kConfigSections = {"backend", "fuse", "cache", "fs"};
+
+// Parses a TOML config file: InvalidArgument naming file:line on a syntax error.
+Result<toml::table> parseConfigFile(const std::string& file);
+
+// One [section] of a config file (absent sections read as empty). Every getter leaves `out` as it
+// is when the key is absent, and names file:line, section and key when the value is wrong.
+class ConfigSection {
+ public:
+  ConfigSection(const toml::table* table, std::string file, std::string name)
+      : table_(table), file_(std::move(file)), name_(std::move(name)) {}
+
+  bool present() const { return table_ != nullptr; }
+  ConfigSection sub(const std::string& name) const;
+  Status checkKeys(const std::set<std::string>& known) const;
+
+  Status getString(const char* key, std::string& out) const;
+  Status getBool(const char* key, bool& out) const;
+  Status getInt(const char* key, std::int64_t min, std::int64_t max, std::int64_t& out) const;
+  Status getDuration(const char* key, Duration& out) const;   // "30s", "500ms"
+  Status getSize(const char* key, std::uint64_t& out) const;  // "4M", "256MiB"
+
+ private:
+  const toml::node* node(const char* key) const;
+  Status bad(const toml::node& n, const char* key, const std::string& problem) const;
+
+  const toml::table* table_;
+  std::string file_;
+  std::string name_;
+};
+
+}  // namespace tierfs::tools

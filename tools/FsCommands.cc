@@ -1,0 +1,197 @@
+#include "tools/FsCommands.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "cache/ChunkCache.h"
+#include "common/Units.h"
+#include "fs/Filesystem.h"
+#include "fs/Volume.h"
+#include "fs/fuse/FuseServer.h"
+#include "tools/BackendOptions.h"
+#include "tools/MountConfig.h"
+
+namespace tierfs::tools {
+namespace {
+
+int fail(const char* command, const Status& s) {
+  std::fprintf(stderr, "tierfs %s: %s\n", command, s.toString().c_str());
+  return 1;
+}
+
+// ---------------------------------------------------------------- mkfs
+
+struct MkfsArgs {
+  BackendOptions backend;
+  std::string chunkSize = "4M";
+  std::string compression = "zstd";
+  int zstdLevel = 1;
+  bool force = false;
+};
+
+int runMkfs(const MkfsArgs& args) {
+  auto size = parseSize(args.chunkSize);
+  if (!size) return fail("mkfs", size.error().withContext("--chunk-size"));
+  auto config = args.backend.resolve();
+  if (!config) return fail("mkfs", config.error());
+  auto store = backends::openStore(*config);
+  if (!store) return fail("mkfs", store.error());
+  fs::VolumeOptions options;
+  options.chunkSize = static_cast<std::uint32_t>(std::min<std::uint64_t>(*size, UINT32_MAX));
+  options.codec = args.compression == "none" ? cache::Codec::kNone : cache::Codec::kZstd;
+  options.zstdLevel = args.zstdLevel;
+  auto rec = fs::Volume::create(**store, options, args.force);
+  if (!rec) return fail("mkfs", rec.error());
+  std::printf("created volume %s in %s: chunk size %u, compression %s\n", rec->uuidString().c_str(),
+              (*store)->describe().c_str(), rec->chunkSize, args.compression.c_str());
+  return 0;
+}
+
+void addMkfs(CLI::App& app, int& exitCode) {
+  auto args = std::make_shared<MkfsArgs>();
+  CLI::App* cmd = app.add_subcommand("mkfs", "create a tierfs volume in a back end");
+  args->backend.addTo(*cmd);
+  cmd->add_option("--chunk-size", args->chunkSize, "file data is cut into chunks of this size")
+      ->capture_default_str();
+  cmd->add_option("--compression", args->compression, "default codec of new chunks")
+      ->check(CLI::IsMember({"zstd", "none"}))
+      ->capture_default_str();
+  cmd->add_option("--zstd-level", args->zstdLevel, "zstd level")->check(CLI::Range(-7, 22));
+  cmd->add_flag("--force", args->force, "replace an existing volume (its files are lost)");
+  cmd->callback([args, &exitCode] { exitCode = runMkfs(*args); });
+}
+
+// ---------------------------------------------------------------- mount
+
+// The daemon's default store when no back end is configured: the embedded dir back end.
+std::string defaultStorePath() {
+  if (geteuid() == 0) return "/var/lib/tierfs/store";
+  const char* home = std::getenv("HOME");
+  return fmt::format("{}/.local/share/tierfs/store", home ? home : ".");
+}
+
+// Forks; the parent waits until the child reports the mount is up (exit 0) or failed (exit 1,
+// the child printed why). Returns the fd the child reports on.
+int daemonize() {
+  int fds[2];
+  if (pipe(fds) != 0) {
+    std::perror("tierfs mount: pipe");
+    std::exit(1);
+  }
+  pid_t pid = fork();
+  if (pid < 0) {
+    std::perror("tierfs mount: fork");
+    std::exit(1);
+  }
+  if (pid > 0) {
+    close(fds[1]);
+    char ok = 0;
+    ssize_t n = read(fds[0], &ok, 1);
+    std::_Exit(n == 1 && ok == 'k' ? 0 : 1);
+  }
+  close(fds[0]);
+  setsid();
+  return fds[1];
+}
+
+// Tells the waiting parent the mount is up and lets go of the terminal.
+void detach(int reportFd, const std::string& logFile) {
+  if (reportFd < 0) return;
+  (void)!write(reportFd, "k", 1);
+  close(reportFd);
+  int null = open("/dev/null", O_RDWR);
+  dup2(null, STDIN_FILENO);
+  dup2(null, STDOUT_FILENO);
+  if (logFile.empty()) dup2(null, STDERR_FILENO);
+  if (null > STDERR_FILENO) close(null);
+  (void)!chdir("/");
+}
+
+Status setUpLogging(const MountArgs& args) {
+  spdlog::set_level(args.debug ? spdlog::level::debug : spdlog::level::info);
+  if (args.logFile.empty()) return Status::ok();
+  try {
+    spdlog::set_default_logger(spdlog::basic_logger_mt("tierfs", args.logFile));
+    spdlog::default_logger()->flush_on(spdlog::level::info);  // a log read after a crash is whole
+  } catch (const spdlog::spdlog_ex& e) {
+    return Status::invalidArgument(fmt::format("--log {}: {}", args.logFile, e.what()));
+  }
+  return Status::ok();
+}
+
+Status serveMount(const DaemonConfig& cfg, bool autoMkfs, int reportFd, const MountArgs& args) {
+  auto store = backends::openStore(cfg.store);
+  if (!store) return store.error();
+  auto volume = fs::Volume::open(**store);
+  if (!volume && volume.error().isNotFound() && autoMkfs) {
+    spdlog::info("no volume in {}: creating one", (*store)->describe());
+    TIERFS_RETURN_IF_ERROR(statusOf(fs::Volume::create(**store, {}, false)));
+    volume = fs::Volume::open(**store);
+  }
+  if (!volume) return volume.error();
+  cache::MemoryChunkCacheOptions cacheOptions = cfg.cache;
+  cacheOptions.codec.codec = cfg.codec.value_or((*volume)->record().codec);
+  cacheOptions.codec.zstdLevel = cfg.zstdLevel.value_or((*volume)->record().zstdLevel);
+  auto chunks = cache::makeMemoryChunkCache(**store, cacheOptions);
+  fs::FsOptions fsOptions = cfg.fs;
+  // A file's unflushed bytes must hold at least two chunks, or a writer could wait forever.
+  fsOptions.dirtyLimitPerFile =
+      std::max<std::uint64_t>(fsOptions.dirtyLimitPerFile, 2 * (*volume)->record().chunkSize);
+  fs::Filesystem filesystem(**volume, *chunks, fsOptions);
+  fs::FuseServer server(filesystem, cfg.mount);
+  TIERFS_RETURN_IF_ERROR(server.mount());
+  spdlog::info("mounted volume {} from {} at {}", (*volume)->record().uuidString(),
+               (*store)->describe(), cfg.mount.mountpoint);
+  detach(reportFd, args.logFile);
+  Status s = server.serve();
+  spdlog::info("unmounted {}: {}", cfg.mount.mountpoint, s.toString());
+  return s;
+}
+
+int runMount(MountArgs& args) {
+  bool autoMkfs = false;
+  if (args.backend.nothingConfigured()) {
+    args.backend.defaultToDir(defaultStorePath());
+    autoMkfs = true;
+  }
+  auto cfg = resolveDaemonConfig(args);
+  if (!cfg) return fail("mount", cfg.error());
+  struct stat st {};
+  if (::stat(cfg->mount.mountpoint.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return fail("mount", Status::invalidArgument(fmt::format("mount point '{}' is not a directory",
+                                                             cfg->mount.mountpoint)));
+  }
+  if (Status s = setUpLogging(args); !s.isOk()) return fail("mount", s);
+  const int reportFd = args.foreground ? -1 : daemonize();
+  Status s = serveMount(*cfg, autoMkfs, reportFd, args);
+  if (!s.isOk()) {
+    spdlog::error("{}", s.toString());
+    return fail("mount", s);
+  }
+  return 0;
+}
+
+void addMount(CLI::App& app, int& exitCode) {
+  auto args = std::make_shared<MountArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "mount", "mount a volume: tierfs mount [CONFIG] MOUNTPOINT (or back-end flags)");
+  args->backend.addTo(*cmd);
+  addMountFlags(*cmd, *args);
+  cmd->callback([args, &exitCode] { exitCode = runMount(*args); });
+}
+
+}  // namespace
+
+void addFsCommands(CLI::App& app, int& exitCode) {
+  addMkfs(app, exitCode);
+  addMount(app, exitCode);
+}
+
+}  // namespace tierfs::tools

@@ -1,0 +1,114 @@
+#include "tools/MountConfig.h"
+
+#include <fmt/format.h>
+
+#include "common/Units.h"
+#include "tools/ConfigFile.h"
+
+namespace tierfs::tools {
+namespace {
+
+Status readFuse(const ConfigSection& s, DaemonConfig& cfg) {
+  TIERFS_RETURN_IF_ERROR(
+      s.checkKeys({"attr_timeout", "entry_timeout", "negative_timeout", "allow_other", "read_only",
+                   "max_read", "read_ahead", "threads"}));
+  fs::MountOptions& m = cfg.mount;
+  TIERFS_RETURN_IF_ERROR(s.getDuration("attr_timeout", m.attrTimeout));
+  TIERFS_RETURN_IF_ERROR(s.getDuration("entry_timeout", m.entryTimeout));
+  TIERFS_RETURN_IF_ERROR(s.getDuration("negative_timeout", m.negativeTimeout));
+  TIERFS_RETURN_IF_ERROR(s.getBool("allow_other", m.allowOther));
+  TIERFS_RETURN_IF_ERROR(s.getBool("read_only", m.readOnly));
+  std::uint64_t maxRead = m.maxRead, readAhead = std::uint64_t{m.readAheadKb} << 10;
+  TIERFS_RETURN_IF_ERROR(s.getSize("max_read", maxRead));
+  TIERFS_RETURN_IF_ERROR(s.getSize("read_ahead", readAhead));
+  if (maxRead < 4096 || maxRead > (1 << 20)) {
+    return Status::invalidArgument("[fuse] max_read must be from 4K to 1M");
+  }
+  m.maxRead = static_cast<std::uint32_t>(maxRead);
+  m.readAheadKb = static_cast<std::uint32_t>(std::min<std::uint64_t>(readAhead >> 10, 1 << 20));
+  std::int64_t threads = m.maxThreads;
+  TIERFS_RETURN_IF_ERROR(s.getInt("threads", 1, 1024, threads));
+  m.maxThreads = static_cast<unsigned>(threads);
+  return Status::ok();
+}
+
+Status readCache(const ConfigSection& s, DaemonConfig& cfg) {
+  TIERFS_RETURN_IF_ERROR(s.checkKeys({"memory_size"}));
+  return s.getSize("memory_size", cfg.cache.capacityBytes);
+}
+
+Status readFs(const ConfigSection& s, DaemonConfig& cfg) {
+  TIERFS_RETURN_IF_ERROR(
+      s.checkKeys({"compression", "zstd_level", "dirty_limit", "gc_delay", "readdir_page"}));
+  std::string codec;
+  TIERFS_RETURN_IF_ERROR(s.getString("compression", codec));
+  if (!codec.empty() && codec != "zstd" && codec != "none") {
+    return Status::invalidArgument("[fs] compression must be \"zstd\" or \"none\"");
+  }
+  if (!codec.empty()) cfg.codec = codec == "none" ? cache::Codec::kNone : cache::Codec::kZstd;
+  std::int64_t level = 0, page = cfg.fs.readdirPage;
+  TIERFS_RETURN_IF_ERROR(s.getInt("zstd_level", -7, 22, level));
+  if (level != 0) cfg.zstdLevel = static_cast<int>(level);
+  TIERFS_RETURN_IF_ERROR(s.getSize("dirty_limit", cfg.fs.dirtyLimitPerFile));
+  TIERFS_RETURN_IF_ERROR(s.getDuration("gc_delay", cfg.fs.gcDelay));
+  TIERFS_RETURN_IF_ERROR(s.getInt("readdir_page", 16, 100000, page));
+  cfg.fs.readdirPage = static_cast<std::uint32_t>(page);
+  return Status::ok();
+}
+
+Status applyFlags(const MountArgs& a, DaemonConfig& cfg) {
+  if (a.readOnly) cfg.mount.readOnly = true;
+  if (a.allowOther) cfg.mount.allowOther = true;
+  if (a.debug) cfg.mount.debug = true;
+  if (a.threads) cfg.mount.maxThreads = a.threads;
+  if (!a.attrTimeout.empty()) {
+    TIERFS_ASSIGN_OR_RETURN(cfg.mount.attrTimeout, parseDuration(a.attrTimeout));
+  }
+  if (!a.entryTimeout.empty()) {
+    TIERFS_ASSIGN_OR_RETURN(cfg.mount.entryTimeout, parseDuration(a.entryTimeout));
+  }
+  if (!a.cacheMemory.empty()) {
+    TIERFS_ASSIGN_OR_RETURN(cfg.cache.capacityBytes, parseSize(a.cacheMemory));
+  }
+  if (!a.compression.empty()) {
+    cfg.codec = a.compression == "none" ? cache::Codec::kNone : cache::Codec::kZstd;
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+void addMountFlags(CLI::App& cmd, MountArgs& a) {
+  cmd.add_option("args", a.positional, "[CONFIG] MOUNTPOINT")->required()->expected(1, 2);
+  cmd.add_flag("-f,--foreground", a.foreground, "stay in the foreground");
+  cmd.add_flag("--read-only", a.readOnly, "read-only mount (datasets): no open/close round trips");
+  cmd.add_flag("--allow-other", a.allowOther, "let other users in (permissions still apply)");
+  cmd.add_flag("-d,--debug", a.debug, "log every FUSE request");
+  cmd.add_option("--attr-timeout", a.attrTimeout, "kernel attribute cache time (e.g. 1s)");
+  cmd.add_option("--entry-timeout", a.entryTimeout, "kernel name cache time (e.g. 1s)");
+  cmd.add_option("--cache-memory", a.cacheMemory, "chunk cache in memory (e.g. 256M)");
+  cmd.add_option("--compression", a.compression, "codec of new chunks on this mount")
+      ->check(CLI::IsMember({"zstd", "none"}));
+  cmd.add_option("--threads", a.threads, "FUSE worker threads")->check(CLI::Range(1, 1024));
+  cmd.add_option("--log", a.logFile, "log file (default: standard error in the foreground)");
+}
+
+Result<DaemonConfig> resolveDaemonConfig(MountArgs& args) {
+  DaemonConfig cfg;
+  cfg.mount.mountpoint = args.positional.back();
+  if (args.positional.size() == 2) args.backend.setConfigFile(args.positional.front());
+  TIERFS_ASSIGN_OR_RETURN(cfg.store, args.backend.resolve());
+  const std::string& file = args.backend.configFile();
+  if (!file.empty()) {
+    TIERFS_ASSIGN_OR_RETURN(toml::table root, parseConfigFile(file));
+    TIERFS_RETURN_IF_ERROR(readFuse(ConfigSection(root["fuse"].as_table(), file, "fuse"), cfg));
+    TIERFS_RETURN_IF_ERROR(readCache(ConfigSection(root["cache"].as_table(), file, "cache"), cfg));
+    TIERFS_RETURN_IF_ERROR(readFs(ConfigSection(root["fs"].as_table(), file, "fs"), cfg));
+  }
+  TIERFS_RETURN_IF_ERROR(applyFlags(args, cfg));
+  cfg.fs.attrTimeout = cfg.mount.attrTimeout;
+  cfg.fs.readOnly = cfg.mount.readOnly;
+  return cfg;
+}
+
+}  // namespace tierfs::tools
