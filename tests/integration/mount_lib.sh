@@ -1,0 +1,58 @@
+# Shared by the mount tests: start and stop a `tierfs mount -f` daemon, and the flags of the
+# test cluster. Source it; set TIERFS to the binary first.
+
+# rados_flags ENV_FILE NAMESPACE: back-end flags for the test cluster, one RADOS namespace per
+# test so that tests share the cluster without sharing a volume.
+rados_flags() {
+  # shellcheck disable=SC1090
+  source "$1"
+  echo --backend rados --conf "$TIERFS_CEPH_CONF" --keyring "$TIERFS_CEPH_KEYRING" \
+    --user "$TIERFS_CEPH_USER" --pool "$TIERFS_CEPH_POOL" --namespace "$2"
+}
+
+# start_tierfs MOUNTPOINT LOG ARGS...: mounts in the foreground, in the background of this
+# shell; sets TIERFS_PID. Fails (printing the log) if the mount is not up within 20 s.
+start_tierfs() {
+  local mnt=$1 log=$2
+  shift 2
+  "$TIERFS" mount -f "$@" "$mnt" > "$log" 2>&1 &
+  TIERFS_PID=$!
+  for _ in $(seq 200); do
+    if mountpoint -q "$mnt"; then return 0; fi
+    if ! kill -0 "$TIERFS_PID" 2> /dev/null; then
+      echo "tierfs mount exited early:" >&2
+      cat "$log" >&2
+      return 1
+    fi
+    sleep 0.1
+  done
+  echo "tierfs mount did not come up in 20 s" >&2
+  cat "$log" >&2
+  return 1
+}
+
+# stop_tierfs MOUNTPOINT: unmounts (retrying while busy) and waits for the daemon; returns its
+# exit status, which is non-zero if it could not commit what it held.
+stop_tierfs() {
+  local mnt=$1
+  for _ in $(seq 50); do
+    if ! mountpoint -q "$mnt" || fusermount3 -u "$mnt" 2> /dev/null; then break; fi
+    sleep 0.2
+  done
+  local rc=0
+  wait "$TIERFS_PID" || rc=$?
+  TIERFS_PID=
+  return "$rc"
+}
+
+# cleanup_mount MOUNTPOINT: for traps; leaves nothing mounted and no daemon of ours running.
+cleanup_mount() {
+  local mnt=$1
+  if mountpoint -q "$mnt" 2> /dev/null; then
+    fusermount3 -u "$mnt" 2> /dev/null || umount -l "$mnt" 2> /dev/null || true
+  fi
+  if [[ -n ${TIERFS_PID:-} ]] && kill -0 "$TIERFS_PID" 2> /dev/null; then
+    kill "$TIERFS_PID" 2> /dev/null || true
+    wait "$TIERFS_PID" 2> /dev/null || true
+  fi
+}
