@@ -12,7 +12,7 @@ packages=(
   libxxhash-dev libcli11-dev libtomlplusplus-dev libspdlog-dev libfmt-dev libexpected-dev
   prometheus-cpp-dev
   # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev git tar util-linux
   # the local cluster (deploy/dev-cluster)
   ceph-mon ceph-osd ceph-mgr ceph-mds ceph-fuse ceph-common uuid-runtime python3 procps
 )

@@ -65,8 +65,14 @@ Inode Filesystem::entryAttributes(const Dentry& dentry) const {
 }
 
 Result<FsStat> Filesystem::statfs() {
-  TIERFS_ASSIGN_OR_RETURN(backends::StoreUsage usage, backends::SyncStore(volume_.store()).usage());
   constexpr std::uint64_t kBlock = 4096;
+  auto got = backends::SyncStore(volume_.store()).usage();
+  if (!got && got.error().retryable()) {
+    // No statistics yet (a new cluster's mgr has not reported): an empty answer, which df shows
+    // as a size of 0, is better than failing every statfs caller.
+    return FsStat{kBlock, 0, 0, 0, 0, 0};
+  }
+  TIERFS_ASSIGN_OR_RETURN(backends::StoreUsage usage, std::move(got));
   // Objects are not a limited resource: report as many free inodes as free 4 KiB blocks.
   return FsStat{kBlock,
                 usage.totalBytes / kBlock,

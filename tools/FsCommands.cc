@@ -34,6 +34,7 @@ struct MkfsArgs {
   std::string compression = "zstd";
   int zstdLevel = 1;
   bool force = false;
+  bool ifMissing = false;
 };
 
 int runMkfs(const MkfsArgs& args) {
@@ -47,6 +48,15 @@ int runMkfs(const MkfsArgs& args) {
   options.chunkSize = static_cast<std::uint32_t>(std::min<std::uint64_t>(*size, UINT32_MAX));
   options.codec = args.compression == "none" ? cache::Codec::kNone : cache::Codec::kZstd;
   options.zstdLevel = args.zstdLevel;
+  if (args.ifMissing && !args.force) {
+    auto existing = fs::Volume::open(**store);
+    if (existing) {
+      std::printf("volume %s exists in %s: left as it is\n",
+                  (*existing)->record().uuidString().c_str(), (*store)->describe().c_str());
+      return 0;
+    }
+    if (!existing.error().isNotFound()) return fail("mkfs", existing.error());
+  }
   auto rec = fs::Volume::create(**store, options, args.force);
   if (!rec) return fail("mkfs", rec.error());
   std::printf("created volume %s in %s: chunk size %u, compression %s\n", rec->uuidString().c_str(),
@@ -65,6 +75,7 @@ void addMkfs(CLI::App& app, int& exitCode) {
       ->capture_default_str();
   cmd->add_option("--zstd-level", args->zstdLevel, "zstd level")->check(CLI::Range(-7, 22));
   cmd->add_flag("--force", args->force, "replace an existing volume (its files are lost)");
+  cmd->add_flag("--if-missing", args->ifMissing, "do nothing (exit 0) if a volume exists");
   cmd->callback([args, &exitCode] { exitCode = runMkfs(*args); });
 }
 
