@@ -56,9 +56,12 @@ void read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info
   });
 }
 
+// On a read-only mount the kernel opens files without us (no_open): requests then carry no
+// handle, and there is nothing to write, flush or release.
 void write(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off,
            fuse_file_info* fi) {
   guarded(req, "write", [&] {
+    if (!fileOf(fi)) return (void)fuse_reply_err(req, EROFS);
     auto r = context(req).fs.write(*fileOf(fi), off, std::string_view(buf, size));
     r ? (void)fuse_reply_write(req, *r) : replyError(req, r.error(), "write");
   });
@@ -66,6 +69,7 @@ void write(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off,
 
 void flush(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
   guarded(req, "flush", [&] {
+    if (!fileOf(fi)) return (void)fuse_reply_err(req, 0);
     Status s = context(req).fs.flush(*fileOf(fi));
     s.isOk() ? (void)fuse_reply_err(req, 0) : replyError(req, s, "flush");
   });
@@ -73,6 +77,7 @@ void flush(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
 
 void release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
   guarded(req, "release", [&] {
+    if (!fileOf(fi)) return (void)fuse_reply_err(req, 0);
     Status s = context(req).fs.release(std::unique_ptr<OpenFile>(fileOf(fi)));
     s.isOk() ? (void)fuse_reply_err(req, 0) : replyError(req, s, "release");
   });
@@ -80,6 +85,7 @@ void release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
 
 void fsync(fuse_req_t req, fuse_ino_t, int, fuse_file_info* fi) {
   guarded(req, "fsync", [&] {
+    if (!fileOf(fi)) return (void)fuse_reply_err(req, 0);
     Status s = context(req).fs.fsync(*fileOf(fi));
     s.isOk() ? (void)fuse_reply_err(req, 0) : replyError(req, s, "fsync");
   });

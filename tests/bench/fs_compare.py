@@ -1,0 +1,271 @@
+#!/usr/bin/env python3
+"""tierfs against ceph-fuse (CephFS) and `rados bench`, side by side in one run on one fresh
+local cluster (deploy/dev-cluster with --mds): a tree of small files read in a shuffled order
+by parallel readers (cold, then warm), large files streamed, a checkpoint written and fsynced,
+and a recursive stat walk; plus each daemon's peak RSS. Prints a Markdown table.
+
+"Cold" means a fresh mount (a new daemon: no cache in it) and the kernel page cache dropped
+where the machine allows it; the OSD's own cache is warm for every client alike.
+
+Usage: tests/bench/fs_compare.py [--files 10000] [--file-size 110K] [--readers 8]
+         [--large 4] [--large-size 512M] [--checkpoint 2G] [--memstore] [--osd-size 40G]
+         [--no-cephfs] [--build build] [--data DIR]
+"""
+import argparse
+import glob
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, '..', '..'))
+sys.path.insert(0, HERE)
+import fs_workloads as wl  # noqa: E402
+
+
+def size_arg(text):
+    m = re.fullmatch(r'(\d+)([KMG]?)', text)
+    if not m:
+        raise argparse.ArgumentTypeError(f'bad size {text}')
+    return int(m.group(1)) << {'': 0, 'K': 10, 'M': 20, 'G': 30}[m.group(2)]
+
+
+def log(msg):
+    print(f'[{time.strftime("%H:%M:%S")}] {msg}', file=sys.stderr, flush=True)
+
+
+def run(*cmd, **kw):
+    return subprocess.run(cmd, check=True, **kw)
+
+
+def drop_caches():
+    try:
+        os.sync()
+        with open('/proc/sys/vm/drop_caches', 'w') as f:
+            f.write('3\n')
+        return True
+    except OSError:
+        return False
+
+
+def make_dataset(root, files, file_size, large, large_size):
+    marker = os.path.join(root, '.complete')
+    if os.path.exists(marker):
+        return
+    log(f'generating the dataset in {root}')
+    shutil.rmtree(root, ignore_errors=True)
+    rnd = random.Random(42)
+    per_class = 1000
+    for i in range(files):
+        d = os.path.join(root, 'small', f'class_{i // per_class:03d}')
+        os.makedirs(d, exist_ok=True)
+        n = int(file_size * rnd.uniform(0.8, 1.2))
+        with open(os.path.join(d, f'img_{i:06d}.jpg'), 'wb') as f:
+            f.write(os.urandom(n))  # like JPEG: incompressible
+    os.makedirs(os.path.join(root, 'large'), exist_ok=True)
+    block = os.urandom(4 << 20)
+    for i in range(large):
+        with open(os.path.join(root, 'large', f'shard_{i}.tar'), 'wb') as f:
+            for _ in range(large_size // len(block)):
+                f.write(os.urandom(64) + block[64:])  # distinct chunks, incompressible
+    open(marker, 'w').close()
+
+
+def vm_hwm_mib(pid):
+    with open(f'/proc/{pid}/status') as f:
+        for line in f:
+            if line.startswith('VmHWM:'):
+                return int(line.split()[1]) / 1024
+    return 0
+
+
+class Tierfs:
+    def __init__(self, binary, env, ns, extra=()):
+        self.name = 'tierfs' + (' ' + ' '.join(extra) if extra else '')
+        self.binary, self.extra = binary, list(extra)
+        self.flags = ['--backend', 'rados', '--conf', env['TIERFS_CEPH_CONF'], '--keyring',
+                      env['TIERFS_CEPH_KEYRING'], '--user', env['TIERFS_CEPH_USER'], '--pool',
+                      env['TIERFS_CEPH_POOL'], '--namespace', ns]
+        self.proc = None
+
+    def mkfs(self):
+        run(self.binary, 'mkfs', *self.flags, '--if-missing', stdout=subprocess.DEVNULL)
+
+    def mount(self, mnt, read_only=False):
+        extra = self.extra + (['--read-only'] if read_only else [])
+        self.proc = subprocess.Popen([self.binary, 'mount', '-f', *self.flags, *extra, mnt])
+        for _ in range(200):
+            if os.path.ismount(mnt):
+                return
+            if self.proc.poll() is not None:
+                sys.exit(f'tierfs mount failed ({self.proc.returncode})')
+            time.sleep(0.1)
+        sys.exit('tierfs mount did not come up')
+
+    def rss(self):
+        return vm_hwm_mib(self.proc.pid)
+
+    def unmount(self, mnt):
+        run('fusermount3', '-u', mnt)
+        if self.proc.wait(timeout=600) != 0:
+            sys.exit(f'tierfs exited with {self.proc.returncode}')
+
+
+class CephFuse:
+    name = 'ceph-fuse'
+
+    def __init__(self, cluster):
+        self.cluster = cluster
+
+    def mkfs(self):
+        pass
+
+    def mount(self, mnt, read_only=False):
+        run(os.path.join(ROOT, 'deploy/dev-cluster/cephfs-mount.sh'), self.cluster, mnt,
+            stdout=subprocess.DEVNULL)
+
+    def rss(self):
+        pids = sorted(glob.glob(os.path.join(self.cluster, 'run', 'ceph-fuse.*.pid')),
+                      key=os.path.getmtime)
+        with open(pids[-1]) as f:
+            return vm_hwm_mib(int(f.read().strip()))
+
+    def unmount(self, mnt):
+        run(os.path.join(ROOT, 'deploy/dev-cluster/cephfs-mount.sh'), '--unmount', self.cluster,
+            mnt, stdout=subprocess.DEVNULL)
+
+
+def measure(fs, data, mnt, args):
+    """Every workload on one filesystem; returns {metric: value}."""
+    r = {}
+    fs.mkfs()
+    fs.mount(mnt)
+    log(f'{fs.name}: copying the dataset in')
+    t = time.perf_counter()
+    for part in ('small', 'large'):
+        shutil.rmtree(os.path.join(mnt, part), ignore_errors=True)
+        run('cp', '-r', os.path.join(data, part), os.path.join(mnt, part))
+    r['copy in (s)'] = time.perf_counter() - t
+    log(f'{fs.name}: checkpoint')
+    r['checkpoint write+fsync MiB/s'] = wl.checkpoint(
+        os.path.join(mnt, 'checkpoint.pt'), args.checkpoint)['mib_per_s']
+    fs.unmount(mnt)
+    for read_only in ([False, True] if isinstance(fs, Tierfs) else [False]):
+        tag = ' (read-only mount)' if read_only else ''
+        drop_caches()
+        fs.mount(mnt, read_only)
+        log(f'{fs.name}{tag}: small files, cold then warm')
+        cold = wl.small_epoch(os.path.join(mnt, 'small'), args.readers, seed=1)
+        warm = wl.small_epoch(os.path.join(mnt, 'small'), args.readers, seed=2)
+        r[f'small cold files/s{tag}'] = cold['files_per_s']
+        r[f'small cold MiB/s{tag}'] = cold['mib_per_s']
+        r[f'small cold p99 ms{tag}'] = cold['p99_ms']
+        r[f'small warm files/s{tag}'] = warm['files_per_s']
+        r[f'small warm p99 ms{tag}'] = warm['p99_ms']
+        r[f'daemon peak RSS MiB{tag}'] = fs.rss()
+        fs.unmount(mnt)
+    drop_caches()
+    fs.mount(mnt)
+    log(f'{fs.name}: large files, cold')
+    r['large cold MiB/s'] = wl.large_stream(os.path.join(mnt, 'large'))['mib_per_s']
+    fs.unmount(mnt)
+    drop_caches()
+    fs.mount(mnt)
+    log(f'{fs.name}: stat walk, cold then warm')
+    r['stat walk cold entries/s'] = wl.stat_walk(mnt)['entries_per_s']
+    r['stat walk warm entries/s'] = wl.stat_walk(mnt)['entries_per_s']
+    r['daemon peak RSS MiB'] = max(r['daemon peak RSS MiB'], fs.rss())
+    fs.unmount(mnt)
+    return r
+
+
+def rados_bench(env, seconds=10):
+    base = ['rados', '-c', env['TIERFS_CEPH_CONF'], '-n', env['TIERFS_CEPH_USER'], '-p',
+            env['TIERFS_CEPH_POOL']]
+    out = {}
+    for size, label in ((128 << 10, '128K'), (4 << 20, '4M')):
+        name = f'fsbench-{label}'
+        run(*base, 'bench', str(seconds), 'write', '-b', str(size), '-t', '16', '--no-cleanup',
+            '--run-name', name, stdout=subprocess.DEVNULL)
+        text = subprocess.run(base + ['bench', str(seconds), 'seq', '-t', '16', '--run-name', name],
+                              check=True, capture_output=True, text=True).stdout
+        mib = float(re.search(r'^Bandwidth \(MB/sec\):\s+([\d.]+)', text, re.M).group(1))
+        out[label] = mib
+        subprocess.run(base + ['cleanup', '--run-name', name], capture_output=True)
+    return {'128K objects/s': out['128K'] * 8, '4M MiB/s': out['4M']}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument('--files', type=int, default=10000)
+    p.add_argument('--file-size', type=size_arg, default=110 << 10)
+    p.add_argument('--readers', type=int, default=8)
+    p.add_argument('--large', type=int, default=4)
+    p.add_argument('--large-size', type=size_arg, default=512 << 20)
+    p.add_argument('--checkpoint', type=size_arg, default=2 << 30)
+    p.add_argument('--memstore', action='store_true', help='memstore OSD (default: BlueStore)')
+    p.add_argument('--osd-size', default='40G')
+    p.add_argument('--no-cephfs', action='store_true')
+    p.add_argument('--build', default=os.path.join(ROOT, 'build'))
+    p.add_argument('--data', help='dataset directory (kept; default under /tmp)')
+    args = p.parse_args()
+
+    binary = os.path.join(args.build, 'tools', 'tierfs')
+    data = args.data or f'/tmp/tierfs-bench-data-{args.files}-{args.file_size}-{args.large}'
+    make_dataset(data, args.files, args.file_size, args.large, args.large_size)
+    work = tempfile.mkdtemp(prefix='tierfs-fsbench-')
+    cluster, mnt = os.path.join(work, 'cluster'), os.path.join(work, 'mnt')
+    os.makedirs(mnt)
+    store = [] if args.memstore else ['--bluestore', '--osd-size', args.osd_size]
+    try:
+        log('starting the cluster')
+        run(os.path.join(ROOT, 'deploy/dev-cluster/start.sh'), '--mgr', '--mds', *store, cluster,
+            stdout=subprocess.DEVNULL)
+        env = dict(re.findall(r'^(?:export )?(\w+)=(.*)$',
+                              open(os.path.join(cluster, 'client.env')).read(), re.M))
+        env = {k: v.strip('"\'') for k, v in env.items()}
+        results = {}
+        results['tierfs'] = measure(Tierfs(binary, env, 'bench'), data, mnt, args)
+        if not args.no_cephfs:
+            results['ceph-fuse'] = measure(CephFuse(cluster), data, mnt, args)
+        log('rados bench')
+        rb = rados_bench(env)
+        report(results, rb, args)
+    finally:
+        if os.path.ismount(mnt):
+            subprocess.run(['umount', '-l', mnt])
+        subprocess.run([os.path.join(ROOT, 'deploy/dev-cluster/stop.sh'), '--purge', cluster],
+                       stdout=subprocess.DEVNULL)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def report(results, rb, args):
+    store = 'memstore' if args.memstore else 'BlueStore'
+    print(f'\n{args.files} files of ~{args.file_size >> 10} KiB, {args.readers} readers; '
+          f'{args.large} x {args.large_size >> 20} MiB; checkpoint {args.checkpoint >> 20} MiB; '
+          f'{store}; page cache dropped: {drop_caches()}\n')
+    names = list(results)
+    print('| metric | ' + ' | '.join(names) + ' | tierfs / ceph-fuse |')
+    print('|---|' + '---|' * (len(names) + 1))
+    metrics = list(results['tierfs'])
+    for m in metrics:
+        vals = [results[n].get(m) for n in names]
+        cells = ['' if v is None else f'{v:.1f}' for v in vals]
+        ratio = ''
+        if 'ceph-fuse' in results and results['ceph-fuse'].get(m):
+            ratio = f'{results["tierfs"][m] / results["ceph-fuse"][m]:.2f}'
+        print(f'| {m} | ' + ' | '.join(cells) + f' | {ratio} |')
+    t = results['tierfs']
+    print(f'\nrados bench (16 in flight): {rb["128K objects/s"]:.0f} objects/s of 128 KiB '
+          f'(tierfs cold small: {t["small cold files/s"] / rb["128K objects/s"]:.2f} of it), '
+          f'{rb["4M MiB/s"]:.0f} MiB/s of 4 MiB objects '
+          f'(tierfs cold large: {t["large cold MiB/s"] / rb["4M MiB/s"]:.2f} of it)')
+
+
+if __name__ == '__main__':
+    main()
