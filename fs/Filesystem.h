@@ -11,6 +11,7 @@
 #include "cache/ChunkCache.h"
 #include "common/TimerQueue.h"
 #include "fs/DataReader.h"
+#include "fs/DentryCache.h"
 #include "fs/FileWriter.h"
 #include "fs/InodeTable.h"
 #include "fs/Volume.h"
@@ -26,6 +27,10 @@ struct FsOptions {
   // another node that opened the old content can finish (NFS gives such readers ESTALE).
   Duration gcDelay = std::chrono::seconds(10);
   std::uint32_t readdirPage = 1000;  // dentries per omap read of a directory listing
+  // Dentries kept from whole-directory listings that answer bursts of lookups (DentryCache);
+  // directories with more entries than dentryListMax are never listed for it. 0 disables.
+  std::size_t dentryCacheEntries = 256 * 1024;
+  std::size_t dentryListMax = 8192;
   bool readOnly = false;
 };
 
@@ -143,6 +148,7 @@ class Filesystem {
 
   Result<std::shared_ptr<Node>> node(Ino ino) const;
   Result<Dentry> childDentry(Ino parent, std::string_view name);
+  std::optional<DentryCache::Hit> listedDentry(Ino parent, const std::string& name);
   Status refreshIfStale(Node& node);
   Result<Commit> updateInode(Node& node, const Mutation& mutate);
   Result<Inode> addEntry(Ino parent, std::string_view name, Inode inode);
@@ -174,6 +180,7 @@ class Filesystem {
   const FsOptions options_;
   DataReader reader_;
   InodeTable nodes_;
+  DentryCache dentries_;
   std::mutex gcMu_;  // guards the two below
   std::uint64_t nextGcId_ = 1;
   std::map<std::uint64_t, std::pair<Ino, std::vector<PieceId>>> gcPending_;  // by job id

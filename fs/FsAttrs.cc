@@ -60,6 +60,7 @@ Status Filesystem::withDirTimes(Inode& inode) {
 }
 
 void Filesystem::entriesChanged(Ino dir) {
+  dentries_.invalidate(dir);
   if (auto n = nodes_.find(dir)) {
     std::lock_guard lock(n->mu);
     n->fetchedAt = {};
@@ -89,6 +90,7 @@ Result<Filesystem::Commit> Filesystem::updateInode(Node& n, const Mutation& muta
     Status s = volume_.updateDir(where.object, {{where.key, current.encoded, encoded}});
     if (s.isOk()) {
       std::lock_guard lock(n.mu);
+      if (n.parent != 0) dentries_.invalidate(n.parent);
       n.dentry = {next, std::move(encoded)};
       n.fetchedAt = Clock::now();
       return Commit{std::move(current.inode), std::move(next)};

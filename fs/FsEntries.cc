@@ -38,9 +38,42 @@ Result<Dentry> Filesystem::childDentry(Ino parent, std::string_view name) {
 
 Result<Inode> Filesystem::lookup(Ino parent, std::string_view name) {
   if (name.size() > kMaxNameLength) return failure(Status::posix(ENAMETOOLONG, "name too long"));
+  const std::string key(name);
+  if (auto hit = listedDentry(parent, key)) {
+    auto n = nodes_.remember(parent, key, hit->dentry, true, hit->fetchedAt);
+    return withLocalSize(*n);
+  }
   TIERFS_ASSIGN_OR_RETURN(Dentry d, childDentry(parent, name));
-  auto n = nodes_.remember(parent, std::string(name), d, true);
+  auto n = nodes_.remember(parent, key, d, true);
   return withLocalSize(*n);
+}
+
+// A file's dentry from a listing of its directory (DentryCache): listed whole on the second
+// lookup miss within attr_timeout. Directories are always read from the store, since their
+// times live in their own objects.
+std::optional<DentryCache::Hit> Filesystem::listedDentry(Ino parent, const std::string& name) {
+  auto hit = dentries_.find(parent, name);
+  if (hit || !dentries_.shouldList(parent)) {
+    if (hit && hit->dentry.inode.isDir()) return std::nullopt;
+    return hit;
+  }
+  const Clock::time_point fetchedAt = Clock::now();
+  std::vector<std::pair<std::string, Dentry>> all;
+  std::string after;
+  for (;;) {
+    auto page = volume_.listDir(parent, after, options_.readdirPage);
+    if (!page || all.size() + page->entries.size() > options_.dentryListMax) {
+      dentries_.store(parent, std::nullopt, fetchedAt);
+      return std::nullopt;
+    }
+    for (auto& e : page->entries) all.push_back(std::move(e));
+    if (!page->more || all.empty()) break;
+    after = all.back().first;
+  }
+  dentries_.store(parent, std::move(all), fetchedAt);
+  hit = dentries_.find(parent, name);
+  if (hit && hit->dentry.inode.isDir()) return std::nullopt;
+  return hit;
 }
 
 void Filesystem::forget(Ino ino, std::uint64_t n) { nodes_.forget(ino, n); }

@@ -12,7 +12,11 @@
 namespace tierfs::fs {
 
 Filesystem::Filesystem(Volume& volume, cache::ChunkCache& cache, FsOptions options)
-    : volume_(volume), cache_(cache), options_(options), reader_(cache, volume.record().chunkSize) {
+    : volume_(volume),
+      cache_(cache),
+      options_(options),
+      reader_(cache, volume.record().chunkSize),
+      dentries_(options.attrTimeout, options.dentryCacheEntries) {
   // The root's dentry lives in the volume object; it is the one node the kernel never looks up.
   auto root = volume_.readDentry(Location::of(0, ""));
   Dentry d;

@@ -9,15 +9,20 @@ std::shared_ptr<Node> InodeTable::find(Ino ino) const {
 }
 
 std::shared_ptr<Node> InodeTable::remember(Ino parent, const std::string& name,
-                                           const Dentry& dentry, bool countLookup) {
+                                           const Dentry& dentry, bool countLookup,
+                                           Clock::time_point fetchedAt) {
   std::lock_guard lock(mu_);
   auto& slot = nodes_[dentry.inode.ino];
   if (!slot) slot = std::make_shared<Node>(dentry.inode.ino);
   std::lock_guard nodeLock(slot->mu);
   slot->parent = parent;
   slot->name = name;
-  slot->dentry = dentry;  // unflushed changes (a writer) are replayed over it at commit
-  slot->fetchedAt = Clock::now();
+  // A listing made before the node's last read must not replace what that read found. (Unflushed
+  // changes, a writer, are replayed over whatever the dentry is at commit.)
+  if (slot->dentry.encoded.empty() || fetchedAt >= slot->fetchedAt) {
+    slot->dentry = dentry;
+    slot->fetchedAt = fetchedAt;
+  }
   if (countLookup) ++slot->lookups;
   return slot;
 }

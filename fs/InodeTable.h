@@ -46,7 +46,7 @@ class InodeTable {
   // The node for `dentry` found at (parent, name), created when new; counts one kernel lookup
   // when `countLookup`. Refreshes the node's location and dentry.
   std::shared_ptr<Node> remember(Ino parent, const std::string& name, const Dentry& dentry,
-                                 bool countLookup);
+                                 bool countLookup, Clock::time_point fetchedAt = Clock::now());
   // Drops `n` kernel references; forgets the node when none are left and nothing is open.
   void forget(Ino ino, std::uint64_t n);
   // Forgets the node if the kernel holds no references and no file is open.
