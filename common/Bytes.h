@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -23,6 +24,14 @@ class Bytes {
     Bytes b;
     b.owner_ = std::move(owner);
     b.view_ = view;
+    return b;
+  }
+
+  // `length` bytes from `offset` (cut at the end), sharing the same owner: no copy.
+  Bytes slice(std::size_t offset, std::size_t length) const {
+    Bytes b;
+    b.owner_ = owner_;
+    b.view_ = view_.substr(std::min(offset, view_.size()), length);
     return b;
   }
 

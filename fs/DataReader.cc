@@ -6,6 +6,8 @@
 #include <memory>
 #include <mutex>
 
+#include "backends/SyncStore.h"
+
 namespace tierfs::fs {
 namespace {
 
@@ -30,13 +32,30 @@ struct Gather {
 
 }  // namespace
 
-Result<std::string> DataReader::read(Ino ino, const std::vector<Extent>& extents,
-                                     std::uint64_t size, std::uint64_t offset,
-                                     std::uint64_t length) const {
-  if (offset >= size) return std::string();
-  std::string out(std::min(length, size - offset), '\0');
+Result<Bytes> DataReader::read(Ino ino, const std::vector<Extent>& extents, std::uint64_t size,
+                               std::uint64_t offset, std::uint64_t length) const {
+  if (offset >= size) return Bytes();
+  length = std::min(length, size - offset);
+  std::vector<PieceRange> pieces = map_.resolve(extents, offset, length);
+  if (pieces.size() == 1 && pieces[0].length == length) return readPiece(ino, pieces[0]);
+  std::string out(length, '\0');
   TIERFS_RETURN_IF_ERROR(readInto(ino, extents, offset, out));
-  return out;
+  return Bytes(std::move(out));
+}
+
+Result<Bytes> DataReader::readPiece(Ino ino, const PieceRange& p) const {
+  cache::ChunkKey key{ino, p.id.version, p.id.piece};
+  auto chunk = backends::waitFor<Bytes>([&](auto cb) { cache_.read(key, cb); });
+  if (!chunk) return failure(chunk.error().withContext("reading " + key.objectName()));
+  TIERFS_RETURN_IF_ERROR(checkLength(key, *chunk, p));
+  return chunk->slice(p.pieceOffset, p.length);
+}
+
+Status DataReader::checkLength(const cache::ChunkKey& key, const Bytes& chunk,
+                               const PieceRange& p) {
+  if (chunk.size() >= p.pieceOffset + p.length) return Status::ok();
+  return Status::corruption(fmt::format("chunk {} holds {} bytes; the file map needs {}",
+                                        key.objectName(), chunk.size(), p.pieceOffset + p.length));
 }
 
 Status DataReader::readInto(Ino ino, const std::vector<Extent>& extents, std::uint64_t offset,
@@ -52,11 +71,7 @@ Status DataReader::readInto(Ino ino, const std::vector<Extent>& extents, std::ui
     cache::ChunkKey key{ino, p.id.version, p.id.piece};
     cache_.read(key, [gather, p, key, base, offset](Result<Bytes> chunk) {
       if (!chunk) return gather->finish(chunk.error().withContext("reading " + key.objectName()));
-      if (chunk->size() < p.pieceOffset + p.length) {
-        return gather->finish(Status::corruption(
-            fmt::format("chunk {} holds {} bytes; the file map needs {}", key.objectName(),
-                        chunk->size(), p.pieceOffset + p.length)));
-      }
+      if (Status s = checkLength(key, *chunk, p); !s.isOk()) return gather->finish(s);
       std::copy_n(chunk->data() + p.pieceOffset, p.length, base + (p.fileOffset - offset));
       gather->finish(Status::ok());
     });

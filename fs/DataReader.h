@@ -18,8 +18,9 @@ class DataReader {
   // The bytes [offset, offset + length) of a file of `size` bytes with chunk map `extents`,
   // cut at the end of the file; holes read as zeros. Blocks until every piece is in. Status
   // codes: the chunk cache's; Corruption when a chunk is shorter than the map says.
-  Result<std::string> read(Ino ino, const std::vector<Extent>& extents, std::uint64_t size,
-                           std::uint64_t offset, std::uint64_t length) const;
+  // A range within one piece (the common case) shares the cached chunk's bytes: no copy.
+  Result<Bytes> read(Ino ino, const std::vector<Extent>& extents, std::uint64_t size,
+                     std::uint64_t offset, std::uint64_t length) const;
 
   // Fills the parts of `out` (the file bytes from `offset`) that `extents` cover; the rest of
   // `out` is left as it is.
@@ -29,6 +30,10 @@ class DataReader {
   const ChunkMap& chunkMap() const { return map_; }
 
  private:
+  Result<Bytes> readPiece(Ino ino, const PieceRange& piece) const;
+  static Status checkLength(const cache::ChunkKey& key, const Bytes& chunk,
+                            const PieceRange& piece);
+
   cache::ChunkCache& cache_;
   ChunkMap map_;
 };

@@ -116,9 +116,9 @@ class Filesystem {
                                                              Caller who);
   // `keepCache` says the kernel's cached pages of the file are still its content.
   Result<std::unique_ptr<OpenFile>> open(Ino ino, int flags, bool* keepCache);
-  Result<std::string> read(OpenFile& file, std::uint64_t offset, std::uint64_t size);
+  Result<Bytes> read(OpenFile& file, std::uint64_t offset, std::uint64_t size);
   // A read without an open file (a read-only mount answers OPEN with ENOSYS).
-  Result<std::string> readInode(Ino ino, std::uint64_t offset, std::uint64_t size);
+  Result<Bytes> readInode(Ino ino, std::uint64_t offset, std::uint64_t size);
   Result<std::size_t> write(OpenFile& file, std::uint64_t offset, std::string_view data);
   Status flush(OpenFile& file);  // commits (close-to-open)
   Status fsync(OpenFile& file);  // commits; durable in the store when it returns

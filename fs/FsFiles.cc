@@ -79,7 +79,7 @@ Result<std::unique_ptr<OpenFile>> Filesystem::open(Ino ino, int flags, bool* kee
   return file;
 }
 
-Result<std::string> Filesystem::read(OpenFile& file, std::uint64_t offset, std::uint64_t size) {
+Result<Bytes> Filesystem::read(OpenFile& file, std::uint64_t offset, std::uint64_t size) {
   Node& n = *file.node;
   std::shared_ptr<FileWriter> writer;
   {
@@ -90,11 +90,14 @@ Result<std::string> Filesystem::read(OpenFile& file, std::uint64_t offset, std::
       file.seenCommits = n.localCommits;
     }
   }
-  if (writer) return writer->read(offset, size);
+  if (writer) {
+    TIERFS_ASSIGN_OR_RETURN(std::string local, writer->read(offset, size));
+    return Bytes(std::move(local));
+  }
   return reader_.read(n.ino, file.snapshot.extents, file.snapshot.size, offset, size);
 }
 
-Result<std::string> Filesystem::readInode(Ino ino, std::uint64_t offset, std::uint64_t size) {
+Result<Bytes> Filesystem::readInode(Ino ino, std::uint64_t offset, std::uint64_t size) {
   TIERFS_ASSIGN_OR_RETURN(auto n, node(ino));
   Inode inode;
   {
