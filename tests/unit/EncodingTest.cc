@@ -123,6 +123,38 @@ TEST(EncodingTest, VarintOverSixtyFourBitsIsRejected) {
   expectBad(endless.varint("f"), "longer than 64 bits");
 }
 
+// Each value has one encoding: a varint padded with continuation bytes and a final 0 is not the
+// Encoder's and must not decode to the same value.
+TEST(EncodingTest, VarintWithARedundantZeroByteIsRejected) {
+  const std::vector<std::string> overlong = {
+      std::string("\x80\x00", 2),
+      std::string("\x80\x80\x00", 3),
+      std::string("\xff\x00", 2),
+      std::string("\xac\x82\x00", 3),                   // 300 in three bytes
+      std::string(9, '\x80') + std::string(1, '\x00'),  // 0 in ten bytes
+      std::string(9, '\xff') + std::string(1, '\x00'),  // 2^63 - 1 in ten bytes
+  };
+  for (const std::string& bytes : overlong) {
+    Decoder d(bytes, "test record");
+    expectBad(d.varint("f"), "redundant zero byte");
+    Decoder s(bytes, "test record");
+    expectBad(s.signedVarint("f"), "redundant zero byte");
+    Decoder v32(bytes, "test record");
+    expectBad(v32.varint32("f"), "redundant zero byte");
+    const std::string asLength = bytes + "xyz";
+    Decoder str(asLength, "test record");
+    expectBad(str.string("f", 100), "redundant zero byte");
+  }
+  // A single 0 byte is the encoding of 0, and 0x80 0x01 that of 128.
+  const std::string zero(1, '\0');
+  Decoder d(zero, "test record");
+  ASSERT_OK(d.varint("f"));
+  Decoder d128("\x80\x01", "test record");
+  auto v = d128.varint("f");
+  ASSERT_OK(v);
+  EXPECT_EQ(*v, 128u);
+}
+
 TEST(EncodingTest, Varint32RejectsValuesOverThirtyTwoBits) {
   const std::uint64_t max32 = std::numeric_limits<std::uint32_t>::max();
   const std::string max32Bytes = varintBytes(max32);
