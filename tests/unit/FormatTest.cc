@@ -475,6 +475,20 @@ TEST(FormatTest, InodeRejectsBadXattrs) {
   expectCorruption(
       decodeInode(withXattrBytes(sampleFile(), entries({{"user.a", "1"}, {"user.a", "2"}}, 2))),
       "field 'xattrs'");
+  // Names in ascending byte order, as encodeInode writes them: any other order is a second
+  // encoding of the same inode.
+  expectCorruption(
+      decodeInode(withXattrBytes(sampleFile(), entries({{"user.b", "1"}, {"user.a", "2"}}, 2))),
+      "field 'xattrs': names repeated or not in ascending order");
+  expectCorruption(
+      decodeInode(withXattrBytes(sampleFile(), entries({{"user.\xff", "1"}, {"user.a", "2"}}, 2))),
+      "field 'xattrs'");
+  expectCorruption(
+      decodeInode(withXattrBytes(sampleFile(), entries({{"a", ""}, {"c", ""}, {"b", ""}}, 3))),
+      "field 'xattrs'");
+  EXPECT_OK(
+      decodeInode(withXattrBytes(sampleFile(), entries({{"user.a", "2"}, {"user.\xff", "1"}}, 2))));
+  EXPECT_OK(decodeInode(withXattrBytes(sampleFile(), entries({{"a", ""}, {"ab", ""}}, 2))));
   expectCorruption(decodeInode(withXattrBytes(
                        sampleFile(), entries({{std::string(kMaxNameLength + 1, 'n'), ""}}, 1))),
                    "field 'xattr name'");
