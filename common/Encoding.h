@@ -40,7 +40,9 @@ class Encoder {
 };
 
 // Reads what an Encoder wrote. Every read checks the bounds of the input; a failure is Corruption
-// naming the record (`what`) and the field, and leaves the decoder unusable.
+// naming the record (`what`) and the field, and leaves the decoder unusable. Only the Encoder's
+// own spelling of a value is accepted (no redundant varint bytes), so a decoded record encodes
+// back to exactly its input.
 class Decoder {
  public:
   Decoder(std::string_view in, std::string_view what) : in_(in), what_(what) {}
@@ -58,6 +60,8 @@ class Decoder {
       auto byte = static_cast<std::uint8_t>(in_[0]);
       in_.remove_prefix(1);
       if (shift == 63 && byte > 1) break;  // more than 64 bits
+      // A last byte of 0 adds nothing: "80 00" would be a second spelling of 0.
+      if (byte == 0 && shift > 0) return bad(field, "varint with a redundant zero byte");
       v |= std::uint64_t{byte & 0x7fu} << shift;
       if ((byte & 0x80) == 0) return v;
     }

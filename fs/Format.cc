@@ -116,9 +116,12 @@ Result<std::map<std::string, std::string>> getXattrs(Decoder& d) {
   for (std::uint64_t i = 0; i < n; ++i) {
     TIERFS_ASSIGN_OR_RETURN(std::string_view name, d.string("xattr name", kMaxNameLength));
     TIERFS_ASSIGN_OR_RETURN(std::string_view value, d.string("xattr value", kMaxXattrValue));
-    if (name.empty() || !xattrs.emplace(name, value).second) {
-      return failure(d.error("xattrs", "empty or repeated name"));
+    if (name.empty()) return failure(d.error("xattrs", "empty name"));
+    // In the map's order, as putXattrs writes them: another order would be a second encoding.
+    if (!xattrs.empty() && name <= xattrs.rbegin()->first) {
+      return failure(d.error("xattrs", "names repeated or not in ascending order"));
     }
+    xattrs.emplace_hint(xattrs.end(), name, value);
   }
   return xattrs;
 }
