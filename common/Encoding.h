@@ -46,6 +46,7 @@ class Encoder {
 class Decoder {
  public:
   Decoder(std::string_view in, std::string_view what) : in_(in), what_(what) {}
+  Decoder(std::string&& in, std::string_view what) = delete;  // would view a dead temporary
 
   Result<std::uint8_t> u8(std::string_view field) {
     if (in_.empty()) return truncated(field);

@@ -26,6 +26,7 @@ std::vector<PieceRange> ChunkMap::resolve(const std::vector<Extent>& map, std::u
 }
 
 void ChunkMap::overlay(std::vector<Extent>& map, const Extent& run) const {
+  if (run.length == 0) return;  // nothing written; an empty extent is not a valid map entry
   std::vector<Extent> out;
   out.reserve(map.size() + 2);
   bool placed = false;

@@ -136,6 +136,7 @@ Status checkInodeShape(const Inode& n, Decoder& d) {
   if (n.ino == 0) return d.error("ino", "zero");
   if (n.mode > 07777) return d.error("mode", "bits beyond 07777");
   if (!n.isFile() && !n.extents.empty()) return d.error("extents", "only files have data");
+  if (n.isDir() && n.size != 0) return d.error("size", "a directory has size 0");
   if (n.isSymlink() && (n.symlinkTarget.empty() || n.size != n.symlinkTarget.size())) {
     return d.error("symlink", "target empty or not matching the size");
   }

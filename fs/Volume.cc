@@ -163,17 +163,32 @@ Result<std::uint64_t> Volume::newId() {
   return failure(Status::unavailable("id allocator: too much contention"));
 }
 
+// decodeInode, plus what needs the volume's chunk size: every piece number of every extent fits
+// in 32 bits (so a hostile extent cannot make the piece arithmetic wrap or run for ages).
+Result<Inode> Volume::decodeDentry(std::string_view value, std::string_view object,
+                                   std::string_view name) const {
+  auto inode = decodeInode(value);
+  if (!inode) {
+    return failure(inode.error().withContext(fmt::format("dentry '{}' of {}", name, object)));
+  }
+  const std::uint64_t cs = record_.chunkSize;
+  for (const Extent& x : inode->extents) {
+    if (x.firstPiece + ((x.end() - 1) / cs - x.origin / cs) > UINT32_MAX) {
+      return failure(Status::corruption(
+          fmt::format("dentry '{}' of {}: an extent spans more chunk pieces than can be numbered",
+                      name, object)));
+    }
+  }
+  return inode;
+}
+
 Result<std::optional<Dentry>> Volume::readDentry(const Location& where) {
   SyncStore store(store_);
   TIERFS_ASSIGN_OR_RETURN(auto values, store.omapGet(where.object, {where.key}));
   auto it = values.find(where.key);
   if (it == values.end()) return std::optional<Dentry>();
-  auto inode = decodeInode(it->second);
-  if (!inode) {
-    return failure(
-        inode.error().withContext(fmt::format("dentry '{}' of {}", where.key, where.object)));
-  }
-  return std::optional<Dentry>(Dentry{std::move(*inode), std::move(it->second)});
+  TIERFS_ASSIGN_OR_RETURN(Inode inode, decodeDentry(it->second, where.object, where.key));
+  return std::optional<Dentry>(Dentry{std::move(inode), std::move(it->second)});
 }
 
 Result<DirPage> Volume::listDir(Ino dir, const std::string& startAfter, std::uint32_t max) {
@@ -185,11 +200,8 @@ Result<DirPage> Volume::listDir(Ino dir, const std::string& startAfter, std::uin
   out.more = page.more;
   out.entries.reserve(page.entries.size());
   for (auto& [name, value] : page.entries) {
-    auto inode = decodeInode(value);
-    if (!inode) {
-      return failure(inode.error().withContext(fmt::format("dentry '{}' of {}", name, object)));
-    }
-    out.entries.emplace_back(std::move(name), Dentry{std::move(*inode), std::move(value)});
+    TIERFS_ASSIGN_OR_RETURN(Inode inode, decodeDentry(value, object, name));
+    out.entries.emplace_back(std::move(name), Dentry{std::move(inode), std::move(value)});
   }
   return out;
 }

@@ -92,6 +92,8 @@ class Volume {
 
  private:
   Volume(backends::ObjectStore& store, VolumeRecord record) : store_(store), record_(record) {}
+  Result<Inode> decodeDentry(std::string_view value, std::string_view object,
+                             std::string_view name) const;
 
   backends::ObjectStore& store_;
   const VolumeRecord record_;
