@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "common/Result.h"
 
@@ -46,7 +47,9 @@ class Encoder {
 class Decoder {
  public:
   Decoder(std::string_view in, std::string_view what) : in_(in), what_(what) {}
-  Decoder(std::string&& in, std::string_view what) = delete;  // would view a dead temporary
+  // A temporary std::string would be gone before the decoder reads it.
+  template <typename S, typename = std::enable_if_t<std::is_same_v<S, std::string>>>
+  Decoder(S&& in, std::string_view what) = delete;
 
   Result<std::uint8_t> u8(std::string_view field) {
     if (in_.empty()) return truncated(field);
