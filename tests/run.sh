@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, from a clean checkout on Debian 12: installs what is missing, builds
 # twice (a normal build, and one with AddressSanitizer + UndefinedBehaviorSanitizer), then runs
-#   - every test of the normal build: unit tests, and the Ceph tests against a real
-#     single-node cluster that ctest starts and stops (deploy/dev-cluster),
+#   - every test of the normal build, whatever its label: unit tests, CLI tests on a dir-backend
+#     volume, and the Ceph tests against a real single-node cluster that ctest starts and stops
+#     (deploy/dev-cluster),
 #   - the same again in the sanitizer build (its own cluster, one after the other).
 # Usage: tests/run.sh [--quick]   (--quick: skip the sanitizer build)
 set -euo pipefail
