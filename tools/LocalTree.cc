@@ -126,8 +126,14 @@ class LocalSource final : public Source {
     DIR* dir = ::opendir(path.c_str());
     if (!dir) return failure(sysError("listing", path));
     Listing out;
-    errno = 0;
-    while (const dirent* d = ::readdir(dir)) {
+    int err = 0;
+    for (;;) {
+      errno = 0;
+      const dirent* d = ::readdir(dir);
+      if (!d) {
+        err = errno;
+        break;
+      }
       std::string name = d->d_name;
       if (name == "." || name == "..") continue;
       std::string full = joinPath(path, name);
@@ -142,9 +148,7 @@ class LocalSource final : public Source {
         continue;
       }
       out.entries.push_back(Entry{std::move(name), 0, std::move(*attrs)});
-      errno = 0;
     }
-    const int err = errno;
     ::closedir(dir);
     if (err != 0) return failure(sysError("listing", path, err));
     return out;

@@ -142,8 +142,9 @@ class VolumeSource final : public Source {
     if (!cursor) return failure(fsError(cursor.error(), "listing", path));
     Listing out;
     Status s = fs_.readdir(**cursor, 0, [&](const fs::DirEntry& e) {
-      if (e.dentry)
+      if (e.dentry) {  // not "." or ".."
         out.entries.push_back(Entry{std::string(e.name), e.ino, attrsOf(e.dentry->inode)});
+      }
       return true;
     });
     if (!s.isOk()) return failure(fsError(s, "listing", path));

@@ -175,6 +175,29 @@ set -e
 same_tree "$work/src2.manifest" "$work/again" "import --overwrite then export --overwrite"
 echo "ok: existing files"
 
+# ---------------------------------------------------------------- a failed file does not stop the copy
+mkdir -p "$work/mix1/clash" "$work/mix2"
+echo one > "$work/mix2/ok1"
+echo clash > "$work/mix2/clash"  # a directory in the volume: not replaced, even with --overwrite
+echo two > "$work/mix2/ok2"
+if (( ! root )); then echo locked > "$work/mix2/unreadable" && chmod 000 "$work/mix2/unreadable"; fi
+"$tierfs" import "${store[@]}" "$work/mix1" /mix > /dev/null 2>&1
+set +e
+"$tierfs" import "${store[@]}" --overwrite "$work/mix2" /mix > "$work/out" 2> "$work/err"; rc=$?
+set -e
+[[ $rc == 1 ]] || fail "a failed file: rc=$rc"
+grep -q "'/mix/clash' exists in the volume and is a directory" "$work/err" ||
+  fail "a failed file: unclear message: $(cat "$work/err")"
+if (( ! root )); then
+  grep -q "opening '$work/mix2/unreadable': Permission denied" "$work/err" ||
+    fail "an unreadable file: unclear message: $(cat "$work/err")"
+fi
+"$tierfs" export "${store[@]}" /mix "$work/mix-out" > /dev/null 2>&1
+[[ $(cat "$work/mix-out/ok1" "$work/mix-out/ok2") == $'one\ntwo' && -d "$work/mix-out/clash" ]] ||
+  fail "a failed file stopped the others: $(ls -la "$work/mix-out")"
+[[ ! -e "$work/mix-out/unreadable" ]] || fail "a file that could not be read was created"
+echo "ok: a failed file is named and the others are copied"
+
 # ---------------------------------------------------------------- compression from the config file
 mkdir "$work/text"
 cp "$src/compressible.txt" "$work/text/"
