@@ -23,7 +23,6 @@ class Progress {
   }
   void fileDone() { ++filesDone_; }
   void addBytes(std::uint64_t n) { bytesDone_ += n; }
-  std::uint64_t bytes() const { return bytesDone_; }
 
   void draw();
   void message(const std::string& text);

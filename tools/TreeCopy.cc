@@ -104,6 +104,7 @@ class TreeCopier {
   std::deque<DirItem> dirs_;  // [0] is the root (or the stand-in directory of a lone file)
   std::vector<LeafItem> leaves_;
   std::atomic<std::uint64_t> dirsOk_{0}, symlinks_{0}, files_{0}, skipped_{0}, failed_{0};
+  std::atomic<std::uint64_t> bytes_{0};  // of the files copied (progress counts failed ones too)
 };
 
 void TreeCopier::fail(const Status& s) {
@@ -195,8 +196,7 @@ std::vector<std::size_t> TreeCopier::scanDir(std::size_t index) {
       case Kind::kOther:
         ++skipped_;
         progress_.message(
-            fmt::format("tierfs {}: skipping '{}': not a regular file, directory "
-                        "or symlink",
+            fmt::format("tierfs {}: skipping '{}': not a regular file, directory or symlink",
                         options_.verb, from));
         break;
     }
@@ -272,6 +272,7 @@ Status TreeCopier::copyFile(const LeafItem& leaf, std::uint64_t dirRef, std::uin
   }
   TIERFS_RETURN_IF_ERROR(sink->finish(leaf.src.attrs));
   ++files_;
+  bytes_ += offset;
   return Status::ok();
 }
 
@@ -305,7 +306,7 @@ Result<CopyTotals> TreeCopier::run(const std::string& srcPath, const std::string
   t.files = files_;
   t.dirs = dirsOk_;
   t.symlinks = symlinks_;
-  t.bytes = progress_.bytes();
+  t.bytes = bytes_;
   t.storedBytes = dst_.storedBytes();
   t.skipped = skipped_;
   t.failed = failed_;
