@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite, from a clean checkout on Debian 12: installs what is missing, builds
 # twice (a normal build, and one with AddressSanitizer + UndefinedBehaviorSanitizer), then runs
-#   - every test of the normal build: unit tests, the Ceph tests against a real single-node
-#     cluster that ctest starts and stops (deploy/dev-cluster), and the mount tests (real FUSE
-#     mounts of tierfs over the dir back end and over that cluster: POSIX suite, model-based
-#     test, two mounts of one volume, kill -9 of the daemon),
+#   - every test of the normal build, whatever its label: unit tests, CLI tests on a dir-backend
+#     volume, the Ceph tests against a real single-node cluster that ctest starts and stops
+#     (deploy/dev-cluster), and the mount tests (real FUSE mounts of tierfs over the dir back end
+#     and over that cluster: POSIX suite, model-based test, two mounts of one volume, kill -9),
 #   - the same again in the sanitizer build (its own cluster, one after the other).
 # Usage: tests/run.sh [--quick]   (--quick: skip the sanitizer build)
 set -euo pipefail

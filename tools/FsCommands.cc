@@ -81,13 +81,6 @@ void addMkfs(CLI::App& app, int& exitCode) {
 
 // ---------------------------------------------------------------- mount
 
-// The daemon's default store when no back end is configured: the embedded dir back end.
-std::string defaultStorePath() {
-  if (geteuid() == 0) return "/var/lib/tierfs/store";
-  const char* home = std::getenv("HOME");
-  return fmt::format("{}/.local/share/tierfs/store", home ? home : ".");
-}
-
 // Forks; the parent waits until the child reports the mount is up (exit 0) or failed (exit 1,
 // the child printed why). Returns the fd the child reports on.
 int daemonize() {
@@ -138,28 +131,11 @@ Status setUpLogging(const MountArgs& args) {
 }
 
 Status serveMount(const DaemonConfig& cfg, bool autoMkfs, int reportFd, const MountArgs& args) {
-  auto store = backends::openStore(cfg.store);
-  if (!store) return store.error();
-  auto volume = fs::Volume::open(**store);
-  if (!volume && volume.error().isNotFound() && autoMkfs) {
-    spdlog::info("no volume in {}: creating one", (*store)->describe());
-    TIERFS_RETURN_IF_ERROR(statusOf(fs::Volume::create(**store, {}, false)));
-    volume = fs::Volume::open(**store);
-  }
-  if (!volume) return volume.error();
-  cache::MemoryChunkCacheOptions cacheOptions = cfg.cache;
-  cacheOptions.codec.codec = cfg.codec.value_or((*volume)->record().codec);
-  cacheOptions.codec.zstdLevel = cfg.zstdLevel.value_or((*volume)->record().zstdLevel);
-  auto chunks = cache::makeMemoryChunkCache(**store, cacheOptions);
-  fs::FsOptions fsOptions = cfg.fs;
-  // A file's unflushed bytes must hold at least two chunks, or a writer could wait forever.
-  fsOptions.dirtyLimitPerFile =
-      std::max<std::uint64_t>(fsOptions.dirtyLimitPerFile, 2 * (*volume)->record().chunkSize);
-  fs::Filesystem filesystem(**volume, *chunks, fsOptions);
-  fs::FuseServer server(filesystem, cfg.mount);
+  TIERFS_ASSIGN_OR_RETURN(auto stack, openFilesystem(cfg, autoMkfs));
+  fs::FuseServer server(*stack->filesystem, cfg.mount);
   TIERFS_RETURN_IF_ERROR(server.mount());
-  spdlog::info("mounted volume {} from {} at {}", (*volume)->record().uuidString(),
-               (*store)->describe(), cfg.mount.mountpoint);
+  spdlog::info("mounted volume {} from {} at {}", stack->volume->record().uuidString(),
+               stack->store->describe(), cfg.mount.mountpoint);
   detach(reportFd, args.logFile);
   Status s = server.serve();
   spdlog::info("unmounted {}: {}", cfg.mount.mountpoint, s.toString());

@@ -1,6 +1,10 @@
 #include "tools/MountConfig.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cstdlib>
 
 #include "common/Units.h"
 #include "tools/ConfigFile.h"
@@ -99,16 +103,48 @@ Result<DaemonConfig> resolveDaemonConfig(MountArgs& args) {
   if (args.positional.size() == 2) args.backend.setConfigFile(args.positional.front());
   TIERFS_ASSIGN_OR_RETURN(cfg.store, args.backend.resolve());
   const std::string& file = args.backend.configFile();
-  if (!file.empty()) {
-    TIERFS_ASSIGN_OR_RETURN(toml::table root, parseConfigFile(file));
-    TIERFS_RETURN_IF_ERROR(readFuse(ConfigSection(root["fuse"].as_table(), file, "fuse"), cfg));
-    TIERFS_RETURN_IF_ERROR(readCache(ConfigSection(root["cache"].as_table(), file, "cache"), cfg));
-    TIERFS_RETURN_IF_ERROR(readFs(ConfigSection(root["fs"].as_table(), file, "fs"), cfg));
-  }
+  if (!file.empty()) TIERFS_RETURN_IF_ERROR(readDaemonSections(file, cfg));
   TIERFS_RETURN_IF_ERROR(applyFlags(args, cfg));
   cfg.fs.attrTimeout = cfg.mount.attrTimeout;
   cfg.fs.readOnly = cfg.mount.readOnly;
   return cfg;
+}
+
+Status readDaemonSections(const std::string& file, DaemonConfig& cfg) {
+  TIERFS_ASSIGN_OR_RETURN(toml::table root, parseConfigFile(file));
+  TIERFS_RETURN_IF_ERROR(readFuse(ConfigSection(root["fuse"].as_table(), file, "fuse"), cfg));
+  TIERFS_RETURN_IF_ERROR(readCache(ConfigSection(root["cache"].as_table(), file, "cache"), cfg));
+  return readFs(ConfigSection(root["fs"].as_table(), file, "fs"), cfg);
+}
+
+std::string defaultStorePath() {
+  if (geteuid() == 0) return "/var/lib/tierfs/store";
+  const char* home = std::getenv("HOME");
+  return fmt::format("{}/.local/share/tierfs/store", home ? home : ".");
+}
+
+Result<std::unique_ptr<FsStack>> openFilesystem(const DaemonConfig& cfg, bool autoMkfs) {
+  auto stack = std::make_unique<FsStack>();
+  TIERFS_ASSIGN_OR_RETURN(stack->store, backends::openStore(cfg.store));
+  auto volume = fs::Volume::open(*stack->store);
+  if (!volume && volume.error().isNotFound() && autoMkfs) {
+    spdlog::info("no volume in {}: creating one", stack->store->describe());
+    TIERFS_RETURN_IF_ERROR(statusOf(fs::Volume::create(*stack->store, {}, false)));
+    volume = fs::Volume::open(*stack->store);
+  }
+  if (!volume) return failure(volume.error());
+  stack->volume = std::move(*volume);
+  const fs::VolumeRecord& record = stack->volume->record();
+  cache::MemoryChunkCacheOptions cacheOptions = cfg.cache;
+  cacheOptions.codec.codec = cfg.codec.value_or(record.codec);
+  cacheOptions.codec.zstdLevel = cfg.zstdLevel.value_or(record.zstdLevel);
+  stack->chunks = cache::makeMemoryChunkCache(*stack->store, cacheOptions);
+  fs::FsOptions fsOptions = cfg.fs;
+  // A file's unflushed bytes must hold at least two chunks, or a writer could wait forever.
+  fsOptions.dirtyLimitPerFile =
+      std::max<std::uint64_t>(fsOptions.dirtyLimitPerFile, 2 * std::uint64_t{record.chunkSize});
+  stack->filesystem = std::make_unique<fs::Filesystem>(*stack->volume, *stack->chunks, fsOptions);
+  return stack;
 }
 
 }  // namespace tierfs::tools

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -8,6 +9,7 @@
 #include "backends/StoreFactory.h"
 #include "cache/ChunkCache.h"
 #include "fs/Filesystem.h"
+#include "fs/Volume.h"
 #include "fs/fuse/FuseServer.h"
 #include "tools/BackendOptions.h"
 
@@ -40,5 +42,25 @@ void addMountFlags(CLI::App& cmd, MountArgs& args);
 // Reads [backend], [fuse], [cache] and [fs] of the config file (the first positional argument
 // when there are two, or --config), then applies the flags. Errors name file:line or the flag.
 Result<DaemonConfig> resolveDaemonConfig(MountArgs& args);
+
+// Reads the [fuse], [cache] and [fs] sections of a config file into `cfg`: the settings that the
+// daemon shares with the commands that open a volume without a mount (import, export).
+Status readDaemonSections(const std::string& file, DaemonConfig& cfg);
+
+// The store a daemon uses when no back end is configured: the embedded dir back end.
+std::string defaultStorePath();
+
+// A Filesystem built from a back end as the daemon builds it. The members are destroyed in
+// reverse order: the filesystem (which commits what is unflushed) before what it uses.
+struct FsStack {
+  std::unique_ptr<backends::ObjectStore> store;
+  std::unique_ptr<fs::Volume> volume;
+  std::unique_ptr<cache::ChunkCache> chunks;
+  std::unique_ptr<fs::Filesystem> filesystem;
+};
+
+// Opens the store and its volume (creating one when the store has none and `autoMkfs`), then the
+// chunk cache (the codec: cfg's, else the volume's default) and the Filesystem.
+Result<std::unique_ptr<FsStack>> openFilesystem(const DaemonConfig& cfg, bool autoMkfs);
 
 }  // namespace tierfs::tools
