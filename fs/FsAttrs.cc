@@ -173,6 +173,7 @@ Status Filesystem::setxattr(Ino ino, std::string_view name, std::string_view val
   if (value.size() > kMaxXattrValue) return Status::posix(E2BIG, "xattr value too large");
   TIERFS_ASSIGN_OR_RETURN(auto n, node(ino));
   return statusOf(updateInode(*n, [&](Inode& i) {
+    if (i.isSymlink()) return Status::posix(EPERM, "user.* xattrs on a symlink");  // as Linux
     auto it = i.xattrs.find(std::string(name));
     if ((flags & XATTR_CREATE) && it != i.xattrs.end()) return Status::posix(EEXIST, "xattr");
     if ((flags & XATTR_REPLACE) && it == i.xattrs.end()) return Status::posix(ENODATA, "xattr");

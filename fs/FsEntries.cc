@@ -79,7 +79,10 @@ std::optional<DentryCache::Hit> Filesystem::listedDentry(Ino parent, const std::
 void Filesystem::forget(Ino ino, std::uint64_t n) { nodes_.forget(ino, n); }
 
 void Filesystem::rememberEntry(Ino parent, const std::string& name, const Dentry& dentry) {
-  nodes_.remember(parent, name, dentry, true);
+  // A directory's times live in its own object, not in the dentry listed here: its next
+  // getattr must read them.
+  const bool dir = dentry.inode.isDir();
+  nodes_.remember(parent, name, dentry, true, dir ? Clock::time_point{} : Clock::now());
 }
 
 Result<Inode> Filesystem::newInode(Ino parent, FileType type, std::uint32_t mode, Caller who) {

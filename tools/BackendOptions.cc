@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include <filesystem>
+
 #include "common/Units.h"
 #include "tools/ConfigFile.h"
 
@@ -84,6 +86,8 @@ Result<StoreConfig> BackendOptions::resolve() const {
     return failure(Status::invalidArgument(
         "the dir back end needs a store directory: --path DIR (or [backend.dir] path)"));
   }
+  // A daemon changes to / when it detaches: a relative store path must not change meaning.
+  if (cfg.kind == BackendKind::kDir) cfg.dir.root = std::filesystem::absolute(cfg.dir.root);
   if (cfg.kind == BackendKind::kRados && cfg.rados.pool.empty()) {
     return failure(Status::invalidArgument(
         "the rados back end needs a pool: --pool NAME (or [backend.rados] pool)"));

@@ -43,6 +43,9 @@ void list(fuse_req_t req, size_t size, off_t off, fuse_file_info* fi, bool plus)
     size_t n;
     if (plus && e.dentry) {
       fuse_entry_param param = toEntry(ctx, ctx.fs.entryAttributes(*e.dentry));
+      // A directory's listed mtime may be old (its times live in its own object): let the
+      // kernel ask getattr for it rather than cache this one.
+      if (e.dentry->inode.isDir()) param.attr_timeout = 0;
       n = fuse_add_direntry_plus(req, at, room, name.c_str(), &param, e.nextOffset);
     } else if (plus) {  // "." and "..": attributes unknown here, and no lookup is counted
       fuse_entry_param param{};
