@@ -220,7 +220,9 @@ Status FileWriter::drain() {
   for (;;) {
     startUploadsLocked(UINT64_MAX, lock);  // a slot whose older upload is in flight waits
     if (dirty_.empty() && inFlight_ == 0) break;
-    uploadDone_.wait(lock);
+    // startUploadsLocked lets go of the lock: the uploads a slot waited for may all have finished
+    // meanwhile, and then no upload is left to wake us. Start that slot in the next round.
+    if (inFlight_ > 0) uploadDone_.wait(lock);
   }
   Status s = uploadError_;
   uploadError_ = Status::ok();
