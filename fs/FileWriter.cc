@@ -90,6 +90,9 @@ void FileWriter::startUploadsLocked(std::uint64_t belowSlot, std::unique_lock<st
 // Moves a slot's buffer to uploading_ and sends it as one chunk covering [lo, hi) of the slot;
 // gaps between written ranges are filled with the file's current bytes first.
 Status FileWriter::startUploadLocked(std::uint64_t slot, std::unique_lock<std::mutex>& lock) {
+  // Another thread may have started this slot while startUploadsLocked let go of the lock; its
+  // newer bytes wait for that upload to finish.
+  if (uploading_.count(slot)) return Status::ok();
   auto node = dirty_.extract(slot);
   if (node.empty() || node.mapped().covered.empty()) return Status::ok();
   SlotBuffer& buf = uploading_.insert(std::move(node)).position->second;
