@@ -87,32 +87,27 @@ void FileWriter::startUploadsLocked(std::uint64_t belowSlot, std::unique_lock<st
   }
 }
 
-// Moves a slot's buffer to uploading_ and sends it as one chunk covering [lo, hi) of the slot;
-// gaps between written ranges are filled with the file's current bytes first.
+// Moves a slot's buffer to uploading_ and sends it as one chunk covering [lo, hi) of the slot.
+// The journal gets one run per written range, all in that chunk: the gaps between them are not
+// the writer's, so a commit replayed over another node's must not put old bytes back there.
 Status FileWriter::startUploadLocked(std::uint64_t slot, std::unique_lock<std::mutex>& lock) {
+  // Another thread may have started this slot while startUploadsLocked let go of the lock; its
+  // newer bytes wait for that upload to finish.
+  if (uploading_.count(slot)) return Status::ok();
   auto node = dirty_.extract(slot);
   if (node.empty() || node.mapped().covered.empty()) return Status::ok();
   SlotBuffer& buf = uploading_.insert(std::move(node)).position->second;
   ++inFlight_;
   const std::uint64_t buffered = buf.data.size();
-  const std::uint64_t start = slot * chunkSize_ + buf.lo();
-  std::string bytes = buf.data.substr(buf.lo(), buf.hi() - buf.lo());
+  const std::uint64_t slotStart = slot * chunkSize_;
+  const std::uint64_t start = slotStart + buf.lo();
+  std::string bytes = buf.data.substr(buf.lo(), buf.hi() - buf.lo());  // gaps: zeros, unused
   std::vector<std::pair<std::uint32_t, std::uint32_t>> covered = buf.covered;
-  std::vector<Extent> view = view_;
   bool needVersion = chunkVersion_ == 0;
   lock.unlock();
   Status status;
-  if (covered.size() > 1) {  // fill the gaps from the file as committed and uploaded
-    std::string old(bytes.size(), '\0');
-    status = ctx_.reader.readInto(ino_, view, start, old);
-    for (const auto& [lo, hi] : covered) {
-      std::copy_n(bytes.begin() + (lo - covered.front().first), hi - lo,
-                  old.begin() + (lo - covered.front().first));
-    }
-    bytes = std::move(old);
-  }
   std::uint64_t version = 0;
-  if (status.isOk() && needVersion) {
+  if (needVersion) {
     auto id = ctx_.volume.newId();
     status = statusOf(id);
     if (id) version = *id;
@@ -123,23 +118,29 @@ Status FileWriter::startUploadLocked(std::uint64_t slot, std::unique_lock<std::m
     finishUploadLocked(slot, {}, buffered, status);
     return status;
   }
-  Extent run{start, bytes.size(), chunkVersion_, nextPiece_++, start};
-  cache::ChunkKey key{ino_, run.version, run.firstPiece};
+  const std::uint32_t piece = nextPiece_++;
+  std::vector<Extent> runs;
+  for (const auto& [lo, hi] : covered) {
+    runs.push_back({slotStart + lo, hi - lo, chunkVersion_, piece, start});
+  }
+  cache::ChunkKey key{ino_, chunkVersion_, piece};
   lock.unlock();
   ctx_.cache.write(key, Bytes(std::move(bytes)),
-                   [this, slot, run, buffered](Result<std::uint64_t> r) {
+                   [this, slot, runs, buffered](Result<std::uint64_t> r) {
                      std::lock_guard guard(mu_);
-                     finishUploadLocked(slot, run, buffered, statusOf(r));
+                     finishUploadLocked(slot, runs, buffered, statusOf(r));
                    });
   lock.lock();
   return Status::ok();
 }
 
-void FileWriter::finishUploadLocked(std::uint64_t slot, const Extent& run, std::uint64_t bytes,
-                                    Status status) {
+void FileWriter::finishUploadLocked(std::uint64_t slot, const std::vector<Extent>& runs,
+                                    std::uint64_t bytes, Status status) {
   if (status.isOk()) {
-    journal_.emplace_back(run);
-    ctx_.reader.chunkMap().overlay(view_, run);
+    for (const Extent& run : runs) {
+      journal_.emplace_back(run);
+      ctx_.reader.chunkMap().overlay(view_, run);
+    }
   } else if (uploadError_.isOk()) {
     uploadError_ = status;
   }
@@ -220,7 +221,9 @@ Status FileWriter::drain() {
   for (;;) {
     startUploadsLocked(UINT64_MAX, lock);  // a slot whose older upload is in flight waits
     if (dirty_.empty() && inFlight_ == 0) break;
-    uploadDone_.wait(lock);
+    // startUploadsLocked lets go of the lock: the uploads a slot waited for may all have finished
+    // meanwhile, and then no upload is left to wake us. Start that slot in the next round.
+    if (inFlight_ > 0) uploadDone_.wait(lock);
   }
   Status s = uploadError_;
   uploadError_ = Status::ok();

@@ -69,7 +69,7 @@ class FileWriter {
   void writeSlotLocked(std::uint64_t slot, std::uint32_t at, std::string_view bytes);
   void startUploadsLocked(std::uint64_t belowSlot, std::unique_lock<std::mutex>& lock);
   Status startUploadLocked(std::uint64_t slot, std::unique_lock<std::mutex>& lock);
-  void finishUploadLocked(std::uint64_t slot, const Extent& run, std::uint64_t bytes,
+  void finishUploadLocked(std::uint64_t slot, const std::vector<Extent>& runs, std::uint64_t bytes,
                           Status status);
   void recomputeViewLocked();
   struct Patch {

@@ -184,6 +184,8 @@ void Filesystem::afterRemoval(const Dentry& gone) {
   if (auto n = nodes_.find(gone.inode.ino)) {
     std::lock_guard lock(n->mu);
     n->unlinked = true;
+    // What was removed: another node may have committed since this one last read the dentry.
+    n->dentry = gone;
     if (n->openFiles > 0) return;  // release() removes the chunks
   }
   if (gone.inode.isFile()) dropGarbage(gone.inode.ino, gone.inode.extents, {}, {});
