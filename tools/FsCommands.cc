@@ -13,6 +13,7 @@
 #include "cache/ChunkCache.h"
 #include "common/Units.h"
 #include "fs/Filesystem.h"
+#include "fs/Fsck.h"
 #include "fs/Volume.h"
 #include "fs/fuse/FuseServer.h"
 #include "tools/BackendOptions.h"
@@ -126,6 +127,28 @@ Status setUpLogging(const MountArgs& args) {
   return Status::ok();
 }
 
+// Rename intents younger than this may belong to a daemon on another node that is still renaming.
+constexpr std::chrono::seconds kMountIntentMinAge{60};
+
+// Finishes or undoes the cross-directory renames a crashed daemon left half done. A failure is
+// logged, not fatal: the intents stay for the next mount or `tierfs fsck --repair`.
+void recoverRenames(fs::Volume& volume) {
+  std::vector<fs::IntentOutcome> outcomes;
+  Status s = fs::recoverRenameIntents(volume, kMountIntentMinAge, &outcomes);
+  for (const auto& o : outcomes) {
+    if (o.action == fs::IntentOutcome::Action::kRecent) {
+      spdlog::info("rename intent {}: {}; younger than {} s, left for now", o.key, o.detail,
+                   kMountIntentMinAge.count());
+    } else if (o.applied) {
+      spdlog::info("rename intent {}: {}: {}", o.key, fs::actionName(o.action), o.detail);
+    } else {
+      spdlog::warn("rename intent {}: {}: {} (run tierfs fsck)", o.key, fs::actionName(o.action),
+                   o.detail);
+    }
+  }
+  if (!s.isOk()) spdlog::warn("recovering rename intents: {}", s.toString());
+}
+
 Status serveMount(const DaemonConfig& cfg, bool autoMkfs, int reportFd, const MountArgs& args) {
   auto store = backends::openStore(cfg.store);
   if (!store) return store.error();
@@ -136,6 +159,7 @@ Status serveMount(const DaemonConfig& cfg, bool autoMkfs, int reportFd, const Mo
     volume = fs::Volume::open(**store);
   }
   if (!volume) return volume.error();
+  if (!cfg.fs.readOnly) recoverRenames(**volume);
   cache::MemoryChunkCacheOptions cacheOptions = cfg.cache;
   cacheOptions.codec.codec = cfg.codec.value_or((*volume)->record().codec);
   cacheOptions.codec.zstdLevel = cfg.zstdLevel.value_or((*volume)->record().zstdLevel);
