@@ -9,6 +9,7 @@
 #include "common/Version.h"
 #include "tools/BenchCommand.h"
 #include "tools/FsCommands.h"
+#include "tools/FsckCommand.h"
 #include "tools/ObjectCommands.h"
 
 namespace {
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
   int exitCode = 0;
   addVersionCommand(app);
   tierfs::tools::addFsCommands(app, exitCode);
+  tierfs::tools::addFsckCommand(app, exitCode);
   tierfs::tools::addObjectCommands(app, exitCode);
   tierfs::tools::addBenchCommand(app, exitCode);
   try {
