@@ -218,10 +218,11 @@ Status recoverRenameIntents(Volume& volume, std::chrono::seconds minAge,
                                intent->srcName, dirObject(intent->srcDir), intent->dstName,
                                dirObject(intent->dstDir), now - intent->createdSec);
     } else if (Status s = recovery.recover(key, *intent, out); !s.isOk()) {
-      out.action = IntentOutcome::Action::kFailed;
+      // An entry that does not decode needs a person; a store error, another try later.
+      out.action = s.dataLoss() ? IntentOutcome::Action::kConflict : IntentOutcome::Action::kFailed;
       out.applied = false;
       out.detail = fmt::format("{}{}{}", out.detail, out.detail.empty() ? "" : ": ", s.toString());
-      if (first.isOk()) first = s;
+      if (first.isOk() && !s.dataLoss()) first = s;
     }
     if (outcomes != nullptr) outcomes->push_back(std::move(out));
   }

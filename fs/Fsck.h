@@ -23,7 +23,7 @@ struct IntentOutcome {
     kRecent,         // younger than the minimum age: a live daemon may still be renaming; left
     kRolledForward,  // the target held the moved inode: the source entry is gone now
     kRolledBack,     // the target did not: the source keeps (or kept) the inode
-    kConflict,       // both entries changed after the intent: left for a person
+    kConflict,       // both entries changed since, or one does not decode: left for a person
     kUndecodable,    // the record does not decode: left for a person
     kFailed,         // a store error; the intent is kept and tried again next time
   };

@@ -515,22 +515,25 @@ TEST_P(InterruptedRenameTest, RecoveryRollsForwardOrBack) {
   renameUntil(crash);
   std::vector<IntentOutcome> outcomes;
   // A young intent may belong to a live daemon: left alone.
-  ASSERT_OK(recoverRenameIntents(*volume_, std::chrono::seconds(60), &outcomes));
+  Status young = recoverRenameIntents(*volume_, std::chrono::seconds(60), &outcomes);
+  ASSERT_OK(young);
   ASSERT_EQ(outcomes.size(), 1u);
   EXPECT_EQ(outcomes[0].action, IntentOutcome::Action::kRecent);
   EXPECT_FALSE(outcomes[0].applied);
   // A dry run says what it would do and changes nothing.
   outcomes.clear();
   const std::int64_t later = Timestamp::now().sec + 120;
-  ASSERT_OK(recoverRenameIntents(*volume_, std::chrono::seconds(60), &outcomes,
-                                 {.apply = false, .nowSec = later}));
+  Status dryRun = recoverRenameIntents(*volume_, std::chrono::seconds(60), &outcomes,
+                                       {.apply = false, .nowSec = later});
+  ASSERT_OK(dryRun);
   ASSERT_EQ(outcomes.size(), 1u);
   EXPECT_FALSE(outcomes[0].applied);
   EXPECT_EQ(volume_->listIntents()->size(), 1u);
 
   outcomes.clear();
-  ASSERT_OK(recoverRenameIntents(*volume_, std::chrono::seconds(60), &outcomes,
-                                 {.apply = true, .nowSec = later}));
+  Status recovered = recoverRenameIntents(*volume_, std::chrono::seconds(60), &outcomes,
+                                          {.apply = true, .nowSec = later});
+  ASSERT_OK(recovered);
   ASSERT_EQ(outcomes.size(), 1u);
   EXPECT_TRUE(outcomes[0].applied) << outcomes[0].detail;
   EXPECT_EQ(outcomes[0].key, key_);
@@ -594,8 +597,9 @@ TEST_P(InterruptedRenameTest, ReplacedDirectoryIsUnsealedOrDropped) {
   ASSERT_OK(volume_->sealEmptyDir(bad->ino));
   renameUntil(crash, encoded(dst_.ino, "g"));
   std::vector<IntentOutcome> outcomes;
-  ASSERT_OK(recoverRenameIntents(*volume_, std::chrono::seconds(0), &outcomes,
-                                 {.nowSec = Timestamp::now().sec + 10}));
+  Status recovered = recoverRenameIntents(*volume_, std::chrono::seconds(0), &outcomes,
+                                          {.nowSec = Timestamp::now().sec + 10});
+  ASSERT_OK(recovered);
   ASSERT_EQ(outcomes.size(), 1u);
   EXPECT_TRUE(outcomes[0].applied) << outcomes[0].detail;
   if (crash == CrashPoint::kIntentOnly) {
@@ -650,6 +654,23 @@ TEST_F(FsckTest, RenameWhoseEntriesBothChangedIsLeftForAPerson) {
   EXPECT_EQ(dentry(dst.ino, "g")->mode, 0600u);
 }
 
+TEST_F(FsckTest, RenameWithAnUndecodableEntryIsLeftForAPerson) {
+  Inode src = mkdir(kRootIno, "src");
+  Inode dst = mkdir(kRootIno, "dst");
+  writeFile(src.ino, "f", "one");
+  RenameIntent intent{src.ino, "f", dst.ino, "g", encoded(src.ino, "f"), "", 1};
+  ASSERT_OK(volume_->recordIntent("0000000000000001", encodeIntent(intent)));
+  ASSERT_OK(sync().mutate(dirObject(dst.ino), std::move(WriteOp().omapSet("g", "damaged"))));
+  std::vector<IntentOutcome> outcomes;
+  Status recovered = recoverRenameIntents(*volume_, std::chrono::seconds(60), &outcomes);
+  EXPECT_OK(recovered);
+  ASSERT_EQ(outcomes.size(), 1u);
+  EXPECT_EQ(outcomes[0].action, IntentOutcome::Action::kConflict) << outcomes[0].detail;
+  EXPECT_FALSE(outcomes[0].applied);
+  EXPECT_EQ(volume_->listIntents()->size(), 1u);
+  EXPECT_TRUE(dentry(src.ino, "f").has_value());
+}
+
 TEST_F(FsckTest, RollForwardKeepsACommitMadeThroughTheSourceEntry) {
   Inode src = mkdir(kRootIno, "src");
   Inode dst = mkdir(kRootIno, "dst");
@@ -662,7 +683,8 @@ TEST_F(FsckTest, RollForwardKeepsACommitMadeThroughTheSourceEntry) {
   newer.mode = 0600;  // e.g. a chmod through the old name on another node
   ASSERT_OK(
       volume_->updateDir(dirObject(src.ino), {{"f", encoded(src.ino, "f"), encodeInode(newer)}}));
-  ASSERT_OK(recoverRenameIntents(*volume_, std::chrono::seconds(60)));
+  Status recovered = recoverRenameIntents(*volume_, std::chrono::seconds(60));
+  ASSERT_OK(recovered);
   EXPECT_FALSE(dentry(src.ino, "f").has_value());
   EXPECT_EQ(dentry(dst.ino, "g")->mode, 0600u);
   EXPECT_TRUE(volume_->listIntents()->empty());
