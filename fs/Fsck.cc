@@ -11,6 +11,7 @@
 #include <mutex>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "backends/SyncStore.h"
 #include "cache/ChunkKey.h"
@@ -447,6 +448,9 @@ class Checker {
           break;
         case A::kRolledForward:
         case A::kRolledBack:
+          if (!o.applied && o.intent) {  // its inode may be in both directories until repaired
+            if (auto moved = decodeInode(o.intent->moved)) pendingRenames_.insert(moved->ino);
+          }
           add(FindingKind::kRenameIntent, o.applied ? State::kRepaired : State::kFound, object, "",
               fmt::format(
                   "interrupted rename, {}: {}",
@@ -608,11 +612,16 @@ class Checker {
         return Status::ok();
       }
       auto where = dirPath_.find(seen->second);
-      add(FindingKind::kDuplicateIno, State::kReportOnly, object, path,
-          fmt::format("inode {:x} also has an entry in {}; left alone (a person must decide "
-                      "which entry to keep)",
-                      inode->ino,
-                      where != dirPath_.end() ? where->second : dirObject(seen->second)));
+      std::string detail =
+          fmt::format("inode {:x} also has an entry in {}", inode->ino,
+                      where != dirPath_.end() ? where->second : dirObject(seen->second));
+      if (pendingRenames_.contains(inode->ino)) {
+        add(FindingKind::kDuplicateIno, State::kFound, object, path,
+            detail + ": the interrupted rename reported above; repair finishes it");
+      } else {
+        add(FindingKind::kDuplicateIno, State::kReportOnly, object, path,
+            detail + "; left alone (a person must decide which entry to keep)");
+      }
       return Status::ok();
     }
     switch (inode->type) {
@@ -938,6 +947,7 @@ class Checker {
   std::vector<Ino> dirObjects_;                   // listed directory objects, sorted
   std::unordered_map<Ino, Ino> inoParent_;        // every inode walked -> its entry's directory
   std::unordered_map<Ino, std::string> dirPath_;  // every directory walked -> its path
+  std::unordered_set<Ino> pendingRenames_;        // inodes of intents a repair would recover
   std::unordered_map<Ino, Ino> lostTop_;          // unreachable directory -> the top of its tree
   std::uint64_t maxId_ = 0;
   std::uint64_t nextId_ = 0;
