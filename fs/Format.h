@@ -25,6 +25,12 @@ inline constexpr Ino kRootIno = 1;  // FUSE's root node id, so no translation is
 inline constexpr std::string_view kVolumeObject = "tierfs.volume";
 inline constexpr std::string_view kJournalObject = "tierfs.journal";
 std::string dirObject(Ino dir);  // "d.<ino in hex>"
+// Xattrs of a directory object. kRemovingXattr is "1" while the directory is being removed (rmdir,
+// or a rename over it): adding an entry requires it absent or "". kDirMtimeXattr is when the
+// directory's entries last changed ("sec.nsec"), set by the update that changes them, so keeping a
+// directory's mtime costs no extra store round trip.
+inline constexpr std::string_view kRemovingXattr = "tierfs.removing";
+inline constexpr std::string_view kDirMtimeXattr = "tierfs.mtime";
 // Keys of the volume object's omap.
 inline constexpr std::string_view kRootKey = "root";       // the root directory's inode
 inline constexpr std::string_view kNextIdKey = "next_id";  // the id allocator (decimal)

@@ -19,11 +19,6 @@ using backends::WriteOp;
 // the allocator; a crashed daemon wastes at most one block of a 64-bit space.
 constexpr std::uint64_t kIdBlock = 1024;
 constexpr int kMaxAllocatorRetries = 100;
-// Set on a directory object while it is being removed: adding an entry requires it absent.
-constexpr std::string_view kRemovingXattr = "tierfs.removing";
-// When a directory's entries last changed ("sec.nsec"): set by the update that changes them, so
-// keeping a directory's mtime costs no extra store round trip.
-constexpr std::string_view kDirMtimeXattr = "tierfs.mtime";
 
 std::string formatTime(const Timestamp& t) { return fmt::format("{}.{:09}", t.sec, t.nsec); }
 

@@ -13,6 +13,7 @@
 #include "cache/ChunkCache.h"
 #include "common/Units.h"
 #include "fs/Filesystem.h"
+#include "fs/Fsck.h"
 #include "fs/Volume.h"
 #include "fs/fuse/FuseServer.h"
 #include "tools/BackendOptions.h"
@@ -130,8 +131,31 @@ Status setUpLogging(const MountArgs& args) {
   return Status::ok();
 }
 
+// Rename intents younger than this may belong to a daemon on another node that is still renaming.
+constexpr std::chrono::seconds kMountIntentMinAge{60};
+
+// Finishes or undoes the cross-directory renames a crashed daemon left half done. A failure is
+// logged, not fatal: the intents stay for the next mount or `tierfs fsck --repair`.
+void recoverRenames(fs::Volume& volume) {
+  std::vector<fs::IntentOutcome> outcomes;
+  Status s = fs::recoverRenameIntents(volume, kMountIntentMinAge, &outcomes);
+  for (const auto& o : outcomes) {
+    if (o.action == fs::IntentOutcome::Action::kRecent) {
+      spdlog::info("rename intent {}: {}; younger than {} s, left for now", o.key, o.detail,
+                   kMountIntentMinAge.count());
+    } else if (o.applied) {
+      spdlog::info("rename intent {}: {}: {}", o.key, fs::actionName(o.action), o.detail);
+    } else {
+      spdlog::warn("rename intent {}: {}: {} (run tierfs fsck)", o.key, fs::actionName(o.action),
+                   o.detail);
+    }
+  }
+  if (!s.isOk()) spdlog::warn("recovering rename intents: {}", s.toString());
+}
+
 Status serveMount(const DaemonConfig& cfg, bool autoMkfs, int reportFd, const MountArgs& args) {
   TIERFS_ASSIGN_OR_RETURN(auto stack, openFilesystem(cfg, autoMkfs));
+  if (!cfg.fs.readOnly) recoverRenames(*stack->volume);
   fs::FuseServer server(*stack->filesystem, cfg.mount);
   TIERFS_RETURN_IF_ERROR(server.mount());
   spdlog::info("mounted volume {} from {} at {}", stack->volume->record().uuidString(),

@@ -9,6 +9,7 @@
 #include "common/Version.h"
 #include "tools/BenchCommand.h"
 #include "tools/FsCommands.h"
+#include "tools/FsckCommand.h"
 #include "tools/ImportExport.h"
 #include "tools/ObjectCommands.h"
 
@@ -32,6 +33,7 @@ int main(int argc, char** argv) {
   addVersionCommand(app);
   tierfs::tools::addFsCommands(app, exitCode);
   tierfs::tools::addImportExportCommands(app, exitCode);
+  tierfs::tools::addFsckCommand(app, exitCode);
   tierfs::tools::addObjectCommands(app, exitCode);
   tierfs::tools::addBenchCommand(app, exitCode);
   try {
