@@ -29,6 +29,8 @@ bool DentryCache::shouldList(Ino dir) {
   const bool burst = !first && now - it->second < ttl_;
   it->second = now;
   if (lastMiss_.size() > kMaxMissNotes) lastMiss_.clear();  // forget old notes: bounded memory
+  auto quiet = quietUntil_.find(dir);
+  if (quiet != quietUntil_.end() && now < quiet->second) return false;
   if (!burst || listing_.count(dir)) return false;
   listing_.insert(dir);
   return true;
@@ -38,6 +40,7 @@ void DentryCache::store(Ino dir, std::optional<std::vector<std::pair<std::string
                         Clock::time_point fetchedAt) {
   std::lock_guard lock(mu_);
   const bool claimed = listing_.erase(dir) > 0;
+  if (!entries) quietLocked(dir);    // too large, or failed: do not try again at once
   if (!entries || !claimed) return;  // invalidated while listing: the listing may be stale
   Listing& l = listings_[dir];
   entries_ -= l.entries.size();
@@ -52,10 +55,18 @@ void DentryCache::store(Ino dir, std::optional<std::vector<std::pair<std::string
 void DentryCache::invalidate(Ino dir) {
   std::lock_guard lock(mu_);
   listing_.erase(dir);
+  // A directory being changed here (files created one by one) would be listed again after every
+  // change: list it only once it has been quiet for a ttl.
+  quietLocked(dir);
   auto it = listings_.find(dir);
   if (it == listings_.end()) return;
   entries_ -= it->second.entries.size();
   listings_.erase(it);
+}
+
+void DentryCache::quietLocked(Ino dir) {
+  if (quietUntil_.size() > kMaxMissNotes) quietUntil_.clear();  // bounded memory
+  quietUntil_[dir] = Clock::now() + ttl_;
 }
 
 void DentryCache::evictLocked() {

@@ -47,6 +47,7 @@ class DentryCache {
     std::unordered_map<std::string, Dentry> entries;
   };
   void evictLocked();
+  void quietLocked(Ino dir);
 
   const Duration ttl_;
   const std::size_t maxEntries_;
@@ -55,7 +56,8 @@ class DentryCache {
   std::deque<Ino> order_;  // listings, oldest first (may name ones already dropped)
   std::size_t entries_ = 0;
   std::unordered_map<Ino, Clock::time_point> lastMiss_;
-  std::unordered_set<Ino> listing_;  // directories a thread is listing now
+  std::unordered_set<Ino> listing_;                        // directories a thread is listing now
+  std::unordered_map<Ino, Clock::time_point> quietUntil_;  // not to be listed before then
 };
 
 }  // namespace tierfs::fs
