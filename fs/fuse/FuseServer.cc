@@ -130,6 +130,7 @@ Status FuseServer::mount() {
   if (options_.debug) argv.push_back("-d");
   fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), const_cast<char**>(argv.data()));
   session_ = fuse_session_new(&args, &ops, sizeof(ops), context_.get());
+  fuse_opt_free_args(&args);  // session_new may have copied the arguments to the heap
   if (session_ == nullptr) return Status::invalidArgument("fuse: could not create a session");
   if (fuse_session_mount(session_, options_.mountpoint.c_str()) != 0) {
     return Status::ioError(fmt::format("fuse: could not mount at '{}'", options_.mountpoint));

@@ -63,5 +63,5 @@ if synced != b'S' * (8 << 20) + b'tail':
     sys.exit(f'FAIL: fsynced synced.bin lost: {len(synced)} bytes')
 print('crash: old content intact, fsynced data kept')
 PY
-stop_tierfs "$mnt"
+stop_tierfs "$mnt" "$work/log2"
 echo "crash.sh: passed"

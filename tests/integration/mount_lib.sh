@@ -31,10 +31,11 @@ start_tierfs() {
   return 1
 }
 
-# stop_tierfs MOUNTPOINT: unmounts (retrying while busy) and waits for the daemon; returns its
-# exit status, which is non-zero if it could not commit what it held.
+# stop_tierfs MOUNTPOINT LOG: unmounts (retrying while busy) and waits for the daemon; returns
+# its exit status, which is non-zero if it could not commit what it held (or, in the sanitizer
+# build, if it leaked); then the log is printed, since it says why.
 stop_tierfs() {
-  local mnt=$1
+  local mnt=$1 log=$2
   for _ in $(seq 50); do
     if ! mountpoint -q "$mnt" || fusermount3 -u "$mnt" 2> /dev/null; then break; fi
     sleep 0.2
@@ -42,6 +43,10 @@ stop_tierfs() {
   local rc=0
   wait "$TIERFS_PID" || rc=$?
   TIERFS_PID=
+  if [[ $rc != 0 ]]; then
+    echo "tierfs mount exited with status $rc; its log:" >&2
+    cat "$log" >&2
+  fi
   return "$rc"
 }
 

@@ -28,5 +28,5 @@ for seed in 1 2 3; do
   python3 "$here/posix/model_test.py" --mount "$mnt/model-$seed" --tierfs --seed "$seed" \
     --ops 2000
 done
-stop_tierfs "$mnt"
+stop_tierfs "$mnt" "$work/log"
 echo "posix_mount.sh ($backend): passed"

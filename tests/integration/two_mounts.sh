@@ -23,8 +23,8 @@ pid_a=$TIERFS_PID
 start_tierfs "$work/b" "$work/log.b" "${flags[@]}" "${timeouts[@]}"
 pid_b=$TIERFS_PID
 python3 "$here/two_mounts.py" "$work/a" "$work/b" 0.2
-TIERFS_PID=$pid_a stop_tierfs "$work/a"
+TIERFS_PID=$pid_a stop_tierfs "$work/a" "$work/log.a"
 pid_a=
-TIERFS_PID=$pid_b stop_tierfs "$work/b"
+TIERFS_PID=$pid_b stop_tierfs "$work/b" "$work/log.b"
 pid_b=
 echo "two_mounts.sh: passed"
