@@ -246,21 +246,42 @@ Result<FrameHeader> parseFrameHeader(std::string_view frame) {
   return header;
 }
 
-Result<std::string> decodeChunk(std::string_view frame) {
+namespace {
+
+// Parses `frame` and verifies its payload check and, for a raw frame, its checksum: what is left
+// to do is decompressing (and checking) a zstd payload.
+Result<FrameHeader> verifyFrame(std::string_view frame) {
   TIERFS_ASSIGN_OR_RETURN(const FrameHeader header, parseFrameHeader(frame));
   const std::string_view payload = frame.substr(kFrameHeaderSize);
   const std::uint64_t payloadHash = XXH3_64bits(payload.data(), payload.size());
   // Before decompressing: damage is caught at hashing speed (several times zstd's) and costs no
   // allocation.
   TIERFS_RETURN_IF_ERROR(checkPayload(low32(payloadHash), header.payloadCheck));
-  if (header.codec == Codec::kNone) {
-    TIERFS_RETURN_IF_ERROR(checkRaw(payloadHash, header.checksum));
-    return std::string(payload);
-  }
+  if (header.codec == Codec::kNone) TIERFS_RETURN_IF_ERROR(checkRaw(payloadHash, header.checksum));
+  return header;
+}
+
+// The raw bytes of a verified zstd frame, checked against the header's checksum.
+Result<std::string> decompressFrame(const FrameHeader& header, std::string_view frame) {
   std::string raw(header.rawLength, '\0');
-  TIERFS_RETURN_IF_ERROR(decompressPayload(payload, raw));
+  TIERFS_RETURN_IF_ERROR(decompressPayload(frame.substr(kFrameHeaderSize), raw));
   TIERFS_RETURN_IF_ERROR(checkRaw(XXH3_64bits(raw.data(), raw.size()), header.checksum));
   return raw;
+}
+
+}  // namespace
+
+Result<Bytes> decodeChunkShared(const Bytes& frame) {
+  TIERFS_ASSIGN_OR_RETURN(const FrameHeader header, verifyFrame(frame.view()));
+  if (header.codec == Codec::kNone) return frame.slice(kFrameHeaderSize, header.storedLength);
+  TIERFS_ASSIGN_OR_RETURN(std::string raw, decompressFrame(header, frame.view()));
+  return Bytes(std::move(raw));
+}
+
+Result<std::string> decodeChunk(std::string_view frame) {
+  TIERFS_ASSIGN_OR_RETURN(const FrameHeader header, verifyFrame(frame));
+  if (header.codec == Codec::kNone) return std::string(frame.substr(kFrameHeaderSize));
+  return decompressFrame(header, frame);
 }
 
 }  // namespace tierfs::cache

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/Bytes.h"
 #include "common/Result.h"
 
 // The frame of one chunk object, as stored in RADOS and in the NVMe cache: a fixed 32-byte
@@ -65,5 +66,9 @@ Result<FrameHeader> parseFrameHeader(std::string_view frame);
 // bytes and verifies their XXH3-64. Corruption (naming what is wrong) for any damaged or malformed
 // frame; Internal when no zstd context can be allocated. Never reads outside `frame`.
 Result<std::string> decodeChunk(std::string_view frame);
+
+// The same, sharing `frame`'s buffer where it can: a raw (codec none) frame's bytes come back as
+// a slice of it, with no copy (incompressible data, most of a dataset of images, is stored raw).
+Result<Bytes> decodeChunkShared(const Bytes& frame);
 
 }  // namespace tierfs::cache

@@ -67,11 +67,7 @@ class MemoryChunkCache final : public ChunkCache {
     std::list<ChunkKey>::iterator lruPos;
   };
 
-  static Result<Bytes> decode(const Bytes& frame) {
-    auto raw = decodeChunk(frame);
-    if (!raw) return failure(raw.error());
-    return Bytes(std::move(*raw));
-  }
+  static Result<Bytes> decode(const Bytes& frame) { return decodeChunkShared(frame); }
 
   void finishRead(const ChunkKey& key, Result<Bytes> result) {
     std::vector<Callback<Bytes>> waiters;

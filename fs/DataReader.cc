@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -77,6 +78,27 @@ Status DataReader::readInto(Ino ino, const std::vector<Extent>& extents, std::ui
     });
   }
   return gather->wait();
+}
+
+std::size_t DataReader::prefetch(Ino ino, const std::vector<Extent>& extents, std::uint64_t offset,
+                                 std::uint64_t length, std::function<void()> done) const {
+  std::vector<cache::ChunkKey> keys;
+  for (const PieceRange& p : map_.resolve(extents, offset, length)) {
+    cache::ChunkKey key{ino, p.id.version, p.id.piece};
+    if (keys.empty() || !(keys.back() == key)) keys.push_back(key);
+  }
+  if (keys.empty()) {
+    done();
+    return 0;
+  }
+  auto pending = std::make_shared<std::atomic<std::size_t>>(keys.size());
+  auto finish = std::make_shared<std::function<void()>>(std::move(done));
+  for (const cache::ChunkKey& key : keys) {
+    cache_.read(key, [pending, finish](const Result<Bytes>&) {
+      if (pending->fetch_sub(1) == 1) (*finish)();
+    });
+  }
+  return keys.size();
 }
 
 }  // namespace tierfs::fs

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,12 @@ class DataReader {
   // `out` is left as it is.
   Status readInto(Ino ino, const std::vector<Extent>& extents, std::uint64_t offset,
                   std::string& out) const;
+
+  // Starts reading the chunks that hold [offset, offset + length) into the cache and returns at
+  // once, with the number of chunk reads started; `done` runs when all of them have answered
+  // (at once when there are none). Errors are left to the demand reads that follow.
+  std::size_t prefetch(Ino ino, const std::vector<Extent>& extents, std::uint64_t offset,
+                       std::uint64_t length, std::function<void()> done) const;
 
   const ChunkMap& chunkMap() const { return map_; }
 

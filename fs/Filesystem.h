@@ -14,6 +14,7 @@
 #include "fs/DentryCache.h"
 #include "fs/FileWriter.h"
 #include "fs/InodeTable.h"
+#include "fs/ReadAhead.h"
 #include "fs/Volume.h"
 
 namespace tierfs::fs {
@@ -32,6 +33,7 @@ struct FsOptions {
   std::size_t dentryCacheEntries = 256 * 1024;
   std::size_t dentryListMax = 8192;
   bool readOnly = false;
+  ReadAheadOptions readAhead;  // its chunkSize is the volume's
 };
 
 // Who makes a call: the owner of what it creates.
@@ -58,6 +60,7 @@ struct OpenFile {
   // each commit made on this node (so a reader never mixes two versions from other nodes).
   Inode snapshot;
   std::uint64_t seenCommits = 0;
+  ReadAheadStream readAhead;
 };
 
 // One opendir(): a cursor over the directory's dentries, read one page at a time.
@@ -139,6 +142,7 @@ class Filesystem {
 
   const Volume& volume() const { return volume_; }
   std::size_t nodeCount() const { return nodes_.size(); }
+  ReadAhead::Counters readAheadCounters() const { return readAhead_.counters(); }
 
  private:
   struct Commit {
@@ -179,6 +183,7 @@ class Filesystem {
   cache::ChunkCache& cache_;
   const FsOptions options_;
   DataReader reader_;
+  ReadAhead readAhead_;  // after reader_, which it uses
   InodeTable nodes_;
   DentryCache dentries_;
   std::mutex gcMu_;  // guards the two below

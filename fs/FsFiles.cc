@@ -11,11 +11,21 @@
 
 namespace tierfs::fs {
 
+namespace {
+
+ReadAheadOptions withChunkSize(ReadAheadOptions options, std::uint32_t chunkSize) {
+  options.chunkSize = chunkSize;
+  return options;
+}
+
+}  // namespace
+
 Filesystem::Filesystem(Volume& volume, cache::ChunkCache& cache, FsOptions options)
     : volume_(volume),
       cache_(cache),
       options_(options),
       reader_(cache, volume.record().chunkSize),
+      readAhead_(reader_, withChunkSize(options.readAhead, volume.record().chunkSize)),
       dentries_(options.attrTimeout, options.dentryCacheEntries) {
   // The root's dentry lives in the volume object; it is the one node the kernel never looks up.
   auto root = volume_.readDentry(Location::of(0, ""));
@@ -82,6 +92,7 @@ Result<std::unique_ptr<OpenFile>> Filesystem::open(Ino ino, int flags, bool* kee
 Result<Bytes> Filesystem::read(OpenFile& file, std::uint64_t offset, std::uint64_t size) {
   Node& n = *file.node;
   std::shared_ptr<FileWriter> writer;
+  Inode content;  // a copy: another thread reading this handle may adopt a newer snapshot
   {
     std::lock_guard lock(n.mu);
     writer = n.writer;
@@ -89,12 +100,14 @@ Result<Bytes> Filesystem::read(OpenFile& file, std::uint64_t offset, std::uint64
       file.snapshot = n.dentry.inode;
       file.seenCommits = n.localCommits;
     }
+    if (!writer) content = file.snapshot;
   }
   if (writer) {
     TIERFS_ASSIGN_OR_RETURN(std::string local, writer->read(offset, size));
     return Bytes(std::move(local));
   }
-  return reader_.read(n.ino, file.snapshot.extents, file.snapshot.size, offset, size);
+  readAhead_.onRead(file.readAhead, n.ino, content.extents, content.size, offset, size);
+  return reader_.read(n.ino, content.extents, content.size, offset, size);
 }
 
 Result<Bytes> Filesystem::readInode(Ino ino, std::uint64_t offset, std::uint64_t size) {
@@ -105,6 +118,7 @@ Result<Bytes> Filesystem::readInode(Ino ino, std::uint64_t offset, std::uint64_t
     inode = n->dentry.inode;
   }
   if (!inode.isFile()) return failure(Status::posix(EISDIR, "read of a directory"));
+  readAhead_.onRead(n->readAhead, ino, inode.extents, inode.size, offset, size);
   return reader_.read(ino, inode.extents, inode.size, offset, size);
 }
 

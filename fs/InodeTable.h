@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/Deadline.h"
+#include "fs/ReadAhead.h"
 #include "fs/Volume.h"
 
 namespace tierfs::fs {
@@ -34,6 +35,7 @@ struct Node {
   std::uint64_t pageCacheVersion = 0;  // content version the kernel's page cache holds
   std::uint64_t localCommits = 0;      // commits made on this node (open files adopt them)
   std::shared_ptr<FileWriter> writer;  // unflushed changes; null when clean
+  ReadAheadStream readAhead;           // of reads without an open file (read-only mounts)
 
   Location location() const { return Location::of(parent, name); }
 };

@@ -1,6 +1,7 @@
 #include "tools/ConfigFile.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "common/Units.h"
 
@@ -16,9 +17,9 @@ Result<toml::table> parseConfigFile(const std::string& file) {
   }
   for (auto&& [key, node] : root) {
     if (!kConfigSections.count(std::string(key.str())) || !node.is_table()) {
-      return failure(Status::invalidArgument(
-          fmt::format("{}:{}: unknown section '{}' (known: backend, fuse, cache, fs)", file,
-                      node.source().begin.line, key.str())));
+      return failure(Status::invalidArgument(fmt::format("{}:{}: unknown section '{}' (known: {})",
+                                                         file, node.source().begin.line, key.str(),
+                                                         fmt::join(kConfigSections, ", "))));
     }
   }
   return root;

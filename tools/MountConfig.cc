@@ -12,10 +12,14 @@
 namespace tierfs::tools {
 namespace {
 
+std::uint32_t readAheadKb(std::uint64_t bytes) {
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>(bytes >> 10, 1 << 20));
+}
+
 Status readFuse(const ConfigSection& s, DaemonConfig& cfg) {
   TIERFS_RETURN_IF_ERROR(
       s.checkKeys({"attr_timeout", "entry_timeout", "negative_timeout", "allow_other", "read_only",
-                   "max_read", "read_ahead", "threads"}));
+                   "max_read", "read_ahead", "max_background", "threads"}));
   fs::MountOptions& m = cfg.mount;
   TIERFS_RETURN_IF_ERROR(s.getDuration("attr_timeout", m.attrTimeout));
   TIERFS_RETURN_IF_ERROR(s.getDuration("entry_timeout", m.entryTimeout));
@@ -29,10 +33,12 @@ Status readFuse(const ConfigSection& s, DaemonConfig& cfg) {
     return Status::invalidArgument("[fuse] max_read must be from 4K to 1M");
   }
   m.maxRead = static_cast<std::uint32_t>(maxRead);
-  m.readAheadKb = static_cast<std::uint32_t>(std::min<std::uint64_t>(readAhead >> 10, 1 << 20));
-  std::int64_t threads = m.maxThreads;
+  m.readAheadKb = readAheadKb(readAhead);
+  std::int64_t threads = m.maxThreads, background = m.maxBackground;
   TIERFS_RETURN_IF_ERROR(s.getInt("threads", 1, 1024, threads));
+  TIERFS_RETURN_IF_ERROR(s.getInt("max_background", 1, 65535, background));
   m.maxThreads = static_cast<unsigned>(threads);
+  m.maxBackground = static_cast<std::uint16_t>(background);
   return Status::ok();
 }
 
@@ -60,6 +66,13 @@ Status readFs(const ConfigSection& s, DaemonConfig& cfg) {
   return Status::ok();
 }
 
+Status readPrefetch(const ConfigSection& s, DaemonConfig& cfg) {
+  TIERFS_RETURN_IF_ERROR(s.checkKeys({"max_window", "read_ahead_budget"}));
+  fs::ReadAheadOptions& r = cfg.fs.readAhead;
+  TIERFS_RETURN_IF_ERROR(s.getSize("max_window", r.maxWindow));
+  return s.getSize("read_ahead_budget", r.budget);
+}
+
 Status applyFlags(const MountArgs& a, DaemonConfig& cfg) {
   if (a.readOnly) cfg.mount.readOnly = true;
   if (a.allowOther) cfg.mount.allowOther = true;
@@ -70,6 +83,10 @@ Status applyFlags(const MountArgs& a, DaemonConfig& cfg) {
   }
   if (!a.entryTimeout.empty()) {
     TIERFS_ASSIGN_OR_RETURN(cfg.mount.entryTimeout, parseDuration(a.entryTimeout));
+  }
+  if (!a.readAhead.empty()) {
+    TIERFS_ASSIGN_OR_RETURN(std::uint64_t bytes, parseSize(a.readAhead));
+    cfg.mount.readAheadKb = readAheadKb(bytes);
   }
   if (!a.cacheMemory.empty()) {
     TIERFS_ASSIGN_OR_RETURN(cfg.cache.capacityBytes, parseSize(a.cacheMemory));
@@ -90,6 +107,7 @@ void addMountFlags(CLI::App& cmd, MountArgs& a) {
   cmd.add_flag("-d,--debug", a.debug, "log every FUSE request");
   cmd.add_option("--attr-timeout", a.attrTimeout, "kernel attribute cache time (e.g. 1s)");
   cmd.add_option("--entry-timeout", a.entryTimeout, "kernel name cache time (e.g. 1s)");
+  cmd.add_option("--read-ahead", a.readAhead, "kernel read-ahead per file (e.g. 16M; 0: kernel's)");
   cmd.add_option("--cache-memory", a.cacheMemory, "chunk cache in memory (e.g. 256M)");
   cmd.add_option("--compression", a.compression, "codec of new chunks on this mount")
       ->check(CLI::IsMember({"zstd", "none"}));
@@ -114,6 +132,8 @@ Status readDaemonSections(const std::string& file, DaemonConfig& cfg) {
   TIERFS_ASSIGN_OR_RETURN(toml::table root, parseConfigFile(file));
   TIERFS_RETURN_IF_ERROR(readFuse(ConfigSection(root["fuse"].as_table(), file, "fuse"), cfg));
   TIERFS_RETURN_IF_ERROR(readCache(ConfigSection(root["cache"].as_table(), file, "cache"), cfg));
+  TIERFS_RETURN_IF_ERROR(
+      readPrefetch(ConfigSection(root["prefetch"].as_table(), file, "prefetch"), cfg));
   return readFs(ConfigSection(root["fs"].as_table(), file, "fs"), cfg);
 }
 

@@ -23,7 +23,7 @@ struct MountArgs {
   bool readOnly = false;
   bool allowOther = false;
   bool debug = false;
-  std::string attrTimeout, entryTimeout, cacheMemory, compression, logFile;
+  std::string attrTimeout, entryTimeout, cacheMemory, readAhead, compression, logFile;
   unsigned threads = 0;
 };
 

@@ -73,6 +73,8 @@ void init(void* userdata, fuse_conn_info* conn) {
   conn->max_read = ctx.options.maxRead;
   conn->max_write = std::min<unsigned>(conn->max_write, 1 << 20);
   conn->max_readahead = std::min<unsigned>(conn->max_readahead, ctx.options.maxRead);
+  conn->max_background = ctx.options.maxBackground;
+  conn->congestion_threshold = static_cast<unsigned>(ctx.options.maxBackground * 3 / 4);
   // Replies come from buffers: decompressed chunks live in memory, and splicing 1 MiB replies
   // needs pipes this kernel does not allow.
   conn->want &= ~(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);

@@ -24,6 +24,9 @@ struct MountOptions {
   Duration negativeTimeout = Duration::zero();  // a miss may be created on another node
   std::uint32_t maxRead = 1 << 20;              // FUSE max_read: 1 MiB reads
   std::uint32_t readAheadKb = 4096;  // the FUSE bdi's read_ahead_kb; 0 leaves the kernel's
+  // FUSE requests the kernel keeps in flight in the background (read-ahead among them): more
+  // than the kernel's 12 keeps several chunk fetches of one stream going at once.
+  std::uint16_t maxBackground = 64;
   unsigned maxThreads = 16;
   bool debug = false;  // libfuse's request trace on stderr
 };

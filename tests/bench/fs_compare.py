@@ -4,12 +4,14 @@ local cluster (deploy/dev-cluster with --mds): a tree of small files read in a s
 by parallel readers (cold, then warm), large files streamed, a checkpoint written and fsynced,
 and a recursive stat walk; plus each daemon's peak RSS. Prints a Markdown table.
 
-"Cold" means a fresh mount (a new daemon: no cache in it) and the kernel page cache dropped
-where the machine allows it; the OSD's own cache is warm for every client alike.
+"Cold" means a fresh mount (a new daemon: no cache in it), the kernel page cache dropped, and
+the cluster's caches dropped too (`ceph tell osd.* cache drop`, and the MDS's for CephFS), so
+that data and metadata come from the OSD's disk for every client alike. --warm-cluster keeps
+the cluster's caches (then "cold" measures the clients more than the disk).
 
 Usage: tests/bench/fs_compare.py [--files 10000] [--file-size 110K] [--readers 8]
          [--large 4] [--large-size 512M] [--checkpoint 2G] [--memstore] [--osd-size 40G]
-         [--no-cephfs] [--build build] [--data DIR]
+         [--no-cephfs] [--warm-cluster] [--build build] [--data DIR]
 """
 import argparse
 import glob
@@ -51,6 +53,16 @@ def drop_caches():
         return True
     except OSError:
         return False
+
+
+def drop_cluster_caches(cluster):
+    """Empties the OSDs' BlueStore caches and the MDS's metadata cache; True when both took."""
+    ceph = ['ceph', '-c', os.path.join(cluster, 'ceph.conf'), '-n', 'client.admin']
+    ok = True
+    for target in ('osd.*', 'mds.*'):
+        done = subprocess.run(ceph + ['tell', target, 'cache', 'drop'], capture_output=True)
+        ok = ok and done.returncode == 0
+    return ok
 
 
 def make_dataset(root, files, file_size, large, large_size):
@@ -140,9 +152,15 @@ class CephFuse:
             mnt, stdout=subprocess.DEVNULL)
 
 
-def measure(fs, data, mnt, args):
+def measure(fs, data, mnt, args, cluster):
     """Every workload on one filesystem; returns {metric: value}."""
     r = {}
+
+    def go_cold():
+        drop_caches()
+        if not args.warm_cluster and not drop_cluster_caches(cluster):
+            sys.exit('could not drop the cluster caches (ceph tell ... cache drop)')
+
     fs.mkfs()
     fs.mount(mnt)
     log(f'{fs.name}: copying the dataset in')
@@ -157,7 +175,7 @@ def measure(fs, data, mnt, args):
     fs.unmount(mnt)
     for read_only in ([False, True] if isinstance(fs, Tierfs) else [False]):
         tag = ' (read-only mount)' if read_only else ''
-        drop_caches()
+        go_cold()
         fs.mount(mnt, read_only)
         log(f'{fs.name}{tag}: small files, cold then warm')
         cold = wl.small_epoch(os.path.join(mnt, 'small'), args.readers, seed=1)
@@ -169,12 +187,12 @@ def measure(fs, data, mnt, args):
         r[f'small warm p99 ms{tag}'] = warm['p99_ms']
         r[f'daemon peak RSS MiB{tag}'] = fs.rss()
         fs.unmount(mnt)
-    drop_caches()
+    go_cold()
     fs.mount(mnt)
     log(f'{fs.name}: large files, cold')
     r['large cold MiB/s'] = wl.large_stream(os.path.join(mnt, 'large'))['mib_per_s']
     fs.unmount(mnt)
-    drop_caches()
+    go_cold()
     fs.mount(mnt)
     log(f'{fs.name}: stat walk, cold then warm')
     r['stat walk cold entries/s'] = wl.stat_walk(mnt)['entries_per_s']
@@ -184,7 +202,7 @@ def measure(fs, data, mnt, args):
     return r
 
 
-def rados_bench(env, seconds=10):
+def rados_bench(env, cluster, args, seconds=10):
     base = ['rados', '-c', env['TIERFS_CEPH_CONF'], '-n', env['TIERFS_CEPH_USER'], '-p',
             env['TIERFS_CEPH_POOL']]
     out = {}
@@ -192,6 +210,8 @@ def rados_bench(env, seconds=10):
         name = f'fsbench-{label}'
         run(*base, 'bench', str(seconds), 'write', '-b', str(size), '-t', '16', '--no-cleanup',
             '--run-name', name, stdout=subprocess.DEVNULL)
+        if not args.warm_cluster:
+            drop_cluster_caches(cluster)  # the reads come from disk, as the clients' cold ones
         text = subprocess.run(base + ['bench', str(seconds), 'seq', '-t', '16', '--run-name', name],
                               check=True, capture_output=True, text=True).stdout
         mib = float(re.search(r'^Bandwidth \(MB/sec\):\s+([\d.]+)', text, re.M).group(1))
@@ -211,6 +231,8 @@ def main():
     p.add_argument('--memstore', action='store_true', help='memstore OSD (default: BlueStore)')
     p.add_argument('--osd-size', default='40G')
     p.add_argument('--no-cephfs', action='store_true')
+    p.add_argument('--warm-cluster', action='store_true',
+                   help='do not drop the OSD and MDS caches before a cold run')
     p.add_argument('--build', default=os.path.join(ROOT, 'build'))
     p.add_argument('--data', help='dataset directory (kept; default under /tmp)')
     args = p.parse_args()
@@ -230,11 +252,11 @@ def main():
                               open(os.path.join(cluster, 'client.env')).read(), re.M))
         env = {k: v.strip('"\'') for k, v in env.items()}
         results = {}
-        results['tierfs'] = measure(Tierfs(binary, env, 'bench'), data, mnt, args)
+        results['tierfs'] = measure(Tierfs(binary, env, 'bench'), data, mnt, args, cluster)
         if not args.no_cephfs:
-            results['ceph-fuse'] = measure(CephFuse(cluster), data, mnt, args)
+            results['ceph-fuse'] = measure(CephFuse(cluster), data, mnt, args, cluster)
         log('rados bench')
-        rb = rados_bench(env)
+        rb = rados_bench(env, cluster, args)
         report(results, rb, args)
     finally:
         if os.path.ismount(mnt):
@@ -248,7 +270,8 @@ def report(results, rb, args):
     store = 'memstore' if args.memstore else 'BlueStore'
     print(f'\n{args.files} files of ~{args.file_size >> 10} KiB, {args.readers} readers; '
           f'{args.large} x {args.large_size >> 20} MiB; checkpoint {args.checkpoint >> 20} MiB; '
-          f'{store}; page cache dropped: {drop_caches()}\n')
+          f'{store}; page cache dropped: {drop_caches()}; cluster caches dropped: '
+          f'{not args.warm_cluster}\n')
     names = list(results)
     print('| metric | ' + ' | '.join(names) + ' | tierfs / ceph-fuse |')
     print('|---|' + '---|' * (len(names) + 1))

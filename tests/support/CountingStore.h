@@ -20,6 +20,7 @@ struct StoreCounts {
   std::uint64_t metaBytes = 0;           // bytes of omap keys and values and xattrs written
   std::uint64_t removes = 0;             // mutations that remove an object
   std::vector<std::string> dataObjects;  // the objects whose data was written, in call order
+  std::vector<std::string> readObjects;  // the objects read, in call order
 };
 
 // Decorates any store and counts the calls and bytes sent to it; forwards everything unchanged.
@@ -46,6 +47,7 @@ class CountingStore final : public backends::ObjectStore {
     {
       std::lock_guard lock(mu_);
       ++counts_.reads;
+      counts_.readObjects.push_back(oid);
     }
     inner_.read(oid, offset, length, std::move(done), deadline);
   }

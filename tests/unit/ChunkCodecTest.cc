@@ -283,13 +283,36 @@ void expectEverySingleByteCorruptionDetected(const std::string& frame) {
     for (int flip = 1; flip < 256; ++flip) {
       damaged[pos] = static_cast<char>(frame[pos] ^ flip);
       auto decoded = decodeChunk(damaged);
-      if (!decoded && decoded.error().code() == StatusCode::kCorruption) continue;
+      auto shared = decodeChunkShared(Bytes(damaged));
+      if (!decoded && decoded.error().code() == StatusCode::kCorruption && !shared &&
+          shared.error().code() == StatusCode::kCorruption) {
+        continue;
+      }
       ADD_FAILURE() << "byte " << pos << " xor " << flip << " not detected: "
-                    << (decoded ? std::string("decoded") : decoded.error().toString());
+                    << (decoded ? std::string("decoded") : decoded.error().toString()) << " / "
+                    << (shared ? std::string("decoded") : shared.error().toString());
       ++misses;
     }
     damaged[pos] = frame[pos];
   }
+}
+
+TEST(ChunkCodec, SharedDecodeOfARawFrameIsASliceOfTheFrame) {
+  const std::string raw = randomBytes(5000, 7);
+  const Bytes frame(encodeOrDie(raw));
+  auto decoded = decodeChunkShared(frame);
+  ASSERT_TRUE(decoded) << decoded.error().toString();
+  EXPECT_EQ(decoded->view(), raw);
+  EXPECT_EQ(decoded->data(), frame.data() + kFrameHeaderSize);  // no copy
+}
+
+TEST(ChunkCodec, SharedDecodeOfACompressedFrameIsItsRawBytes) {
+  const std::string raw = textBytes(50000, 8);
+  const Bytes frame(encodeOrDie(raw));
+  ASSERT_EQ(parseFrameHeader(frame)->codec, Codec::kZstd);
+  auto decoded = decodeChunkShared(frame);
+  ASSERT_TRUE(decoded) << decoded.error().toString();
+  EXPECT_EQ(decoded->view(), raw);
 }
 
 TEST(ChunkCodec, EverySingleByteCorruptionOfACompressedFrameIsDetected) {
