@@ -40,9 +40,11 @@ class ChunkCache {
 };
 
 struct MemoryChunkCacheOptions {
-  std::uint64_t capacityBytes = 256 << 20;  // raw bytes of decoded chunks kept in memory
-  CodecOptions codec;                       // how new chunks are encoded
-  unsigned codecThreads = 2;                // zstd and checksums run here, off store threads
+  // Raw bytes of decoded chunks kept in memory: what concurrent readers share and read-ahead
+  // fills (the kernel's page cache keeps what was read).
+  std::uint64_t capacityBytes = 128 << 20;
+  CodecOptions codec;         // how new chunks are encoded
+  unsigned codecThreads = 2;  // zstd and checksums run here, off store threads
 };
 
 // A chunk cache in process memory (LRU by bytes) over an object store: the cache of a daemon
