@@ -33,7 +33,7 @@ struct FsOptions {
   std::size_t dentryCacheEntries = 256 * 1024;
   std::size_t dentryListMax = 8192;
   bool readOnly = false;
-  ReadAheadOptions readAhead;  // its chunkSize is the volume's
+  ReadAheadOptions readAhead;  // its chunkSize is ignored: the volume's is used
 };
 
 // Who makes a call: the owner of what it creates.
@@ -119,7 +119,7 @@ class Filesystem {
                                                              Caller who);
   // `keepCache` says the kernel's cached pages of the file are still its content.
   Result<std::unique_ptr<OpenFile>> open(Ino ino, int flags, bool* keepCache);
-  Result<Bytes> read(OpenFile& file, std::uint64_t offset, std::uint64_t size);
+  Result<Bytes> read(OpenFile& file, std::uint64_t offset, std::uint64_t length);
   // A read without an open file (a read-only mount answers OPEN with ENOSYS).
   Result<Bytes> readInode(Ino ino, std::uint64_t offset, std::uint64_t size);
   Result<std::size_t> write(OpenFile& file, std::uint64_t offset, std::string_view data);

@@ -11,21 +11,12 @@
 
 namespace tierfs::fs {
 
-namespace {
-
-ReadAheadOptions withChunkSize(ReadAheadOptions options, std::uint32_t chunkSize) {
-  options.chunkSize = chunkSize;
-  return options;
-}
-
-}  // namespace
-
 Filesystem::Filesystem(Volume& volume, cache::ChunkCache& cache, FsOptions options)
     : volume_(volume),
       cache_(cache),
       options_(options),
       reader_(cache, volume.record().chunkSize),
-      readAhead_(reader_, withChunkSize(options.readAhead, volume.record().chunkSize)),
+      readAhead_(reader_, options.readAhead),
       dentries_(options.attrTimeout, options.dentryCacheEntries) {
   // The root's dentry lives in the volume object; it is the one node the kernel never looks up.
   auto root = volume_.readDentry(Location::of(0, ""));
@@ -89,10 +80,12 @@ Result<std::unique_ptr<OpenFile>> Filesystem::open(Ino ino, int flags, bool* kee
   return file;
 }
 
-Result<Bytes> Filesystem::read(OpenFile& file, std::uint64_t offset, std::uint64_t size) {
+Result<Bytes> Filesystem::read(OpenFile& file, std::uint64_t offset, std::uint64_t length) {
   Node& n = *file.node;
   std::shared_ptr<FileWriter> writer;
-  Inode content;  // a copy: another thread reading this handle may adopt a newer snapshot
+  // Copies: another thread reading this handle may adopt a newer snapshot meanwhile.
+  std::vector<Extent> extents;
+  std::uint64_t size = 0;
   {
     std::lock_guard lock(n.mu);
     writer = n.writer;
@@ -100,14 +93,17 @@ Result<Bytes> Filesystem::read(OpenFile& file, std::uint64_t offset, std::uint64
       file.snapshot = n.dentry.inode;
       file.seenCommits = n.localCommits;
     }
-    if (!writer) content = file.snapshot;
+    if (!writer) {
+      extents = file.snapshot.extents;
+      size = file.snapshot.size;
+    }
   }
   if (writer) {
-    TIERFS_ASSIGN_OR_RETURN(std::string local, writer->read(offset, size));
+    TIERFS_ASSIGN_OR_RETURN(std::string local, writer->read(offset, length));
     return Bytes(std::move(local));
   }
-  readAhead_.onRead(file.readAhead, n.ino, content.extents, content.size, offset, size);
-  return reader_.read(n.ino, content.extents, content.size, offset, size);
+  readAhead_.onRead(file.readAhead, n.ino, extents, size, offset, length);
+  return reader_.read(n.ino, extents, size, offset, length);
 }
 
 Result<Bytes> Filesystem::readInode(Ino ino, std::uint64_t offset, std::uint64_t size) {

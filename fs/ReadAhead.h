@@ -53,8 +53,11 @@ class ReadAheadStream {
 // in flight, and counts what it did. Thread-safe.
 class ReadAhead {
  public:
+  // The window's unit is the reader's chunk size, whatever options.chunkSize says.
   ReadAhead(const DataReader& reader, ReadAheadOptions options)
-      : reader_(reader), options_(options), state_(std::make_shared<State>()) {}
+      : reader_(reader),
+        options_(withChunkSize(options, reader.chunkMap().chunkSize())),
+        state_(std::make_shared<State>()) {}
   ~ReadAhead();  // waits for the fetches in flight (the store's deadline bounds them)
 
   // After a read of [offset, offset + length) of `ino` (whose content is `extents`, `size`).
@@ -77,6 +80,10 @@ class ReadAhead {
     Counters counters;
   };
   bool reserve(std::uint64_t bytes);
+  static ReadAheadOptions withChunkSize(ReadAheadOptions options, std::uint64_t chunkSize) {
+    options.chunkSize = chunkSize;
+    return options;
+  }
 
   const DataReader& reader_;
   const ReadAheadOptions options_;
