@@ -5,13 +5,15 @@ by parallel readers (cold, then warm), large files streamed, a checkpoint writte
 and a recursive stat walk; plus each daemon's peak RSS. Prints a Markdown table.
 
 Before the measured runs, every file is read once, unmeasured: the OSD's virtual disk is cached
-by the host, and this puts every run on the same footing. "Cold" means a fresh mount (a new daemon: no cache in it), the kernel page cache dropped, and
-the cluster's caches dropped too (`ceph tell osd.* cache drop`, and the MDS's for CephFS), so
-that data and metadata come from the OSD's disk for every client alike. --warm-cluster keeps
-the cluster's caches (then "cold" measures the clients more than the disk).
+by the host, and this puts every run on the same footing. "Cold" means a fresh mount (a new
+daemon: no cache in it), the kernel page cache dropped, and the cluster's caches dropped too
+(`ceph tell osd.* cache drop`, and the MDS's for CephFS), so that data and metadata come from the
+OSD's disk for every client alike. --warm-cluster keeps the cluster's caches (then "cold"
+measures the clients more than the disk). The cold reads run in --rounds rounds, each client and
+`rados bench` in turn, and the ratios are printed round by round: this machine drifts.
 
 Usage: tests/bench/fs_compare.py [--files 10000] [--file-size 110K] [--readers 8]
-         [--large 4] [--large-size 512M] [--checkpoint 2G] [--memstore] [--osd-size 40G]
+         [--large 4] [--large-size 512M] [--checkpoint 2G] [--rounds 3] [--memstore] [--osd-size 40G]
          [--no-cephfs] [--warm-cluster] [--build build] [--data DIR]
 """
 import argparse
@@ -20,6 +22,7 @@ import os
 import random
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -176,16 +179,16 @@ class CephFuse:
             mnt, stdout=subprocess.DEVNULL)
 
 
-def measure(fs, data, mnt, args, cluster):
-    """Every workload on one filesystem; returns {metric: value}."""
+def go_cold(args, cluster):
+    settle()
+    drop_caches()
+    if not args.warm_cluster and not drop_cluster_caches(cluster):
+        sys.exit('could not drop the cluster caches (ceph tell ... cache drop)')
+
+
+def prepare(fs, data, mnt, args, cluster):
+    """Copies the dataset in, writes the checkpoint, reads everything once; returns {metric}."""
     r = {}
-
-    def go_cold():
-        settle()
-        drop_caches()
-        if not args.warm_cluster and not drop_cluster_caches(cluster):
-            sys.exit('could not drop the cluster caches (ceph tell ... cache drop)')
-
     fs.mkfs()
     fs.mount(mnt)
     log(f'{fs.name}: copying the dataset in')
@@ -201,57 +204,104 @@ def measure(fs, data, mnt, args, cluster):
     # The OSD's disk is a virtual one: the host caches what was read from it, so the first read
     # of a dataset is slower than any later one. One unmeasured pass makes every measured run
     # find the host in the same state.
-    go_cold()
+    go_cold(args, cluster)
     log(f'{fs.name}: reading everything once (not measured)')
     wl.small_epoch(os.path.join(mnt, 'small'), args.readers, seed=3)
     wl.large_stream(os.path.join(mnt, 'large'))
     fs.unmount(mnt)
-    for read_only in ([False, True] if isinstance(fs, Tierfs) else [False]):
-        tag = ' (read-only mount)' if read_only else ''
-        go_cold()
-        fs.mount(mnt, read_only)
-        log(f'{fs.name}{tag}: small files, cold then warm')
-        cold = wl.small_epoch(os.path.join(mnt, 'small'), args.readers, seed=1)
-        warm = wl.small_epoch(os.path.join(mnt, 'small'), args.readers, seed=2)
-        r[f'small cold files/s{tag}'] = cold['files_per_s']
-        r[f'small cold MiB/s{tag}'] = cold['mib_per_s']
-        r[f'small cold p99 ms{tag}'] = cold['p99_ms']
-        r[f'small warm files/s{tag}'] = warm['files_per_s']
-        r[f'small warm p99 ms{tag}'] = warm['p99_ms']
-        r[f'daemon peak RSS MiB{tag}'] = fs.rss()
-        fs.unmount(mnt)
-    go_cold()
-    fs.mount(mnt)
-    log(f'{fs.name}: large files, cold')
-    r['large cold MiB/s'] = wl.large_stream(os.path.join(mnt, 'large'))['mib_per_s']
-    fs.unmount(mnt)
-    go_cold()
-    fs.mount(mnt)
-    log(f'{fs.name}: stat walk, cold then warm')
-    r['stat walk cold entries/s'] = wl.stat_walk(mnt)['entries_per_s']
-    r['stat walk warm entries/s'] = wl.stat_walk(mnt)['entries_per_s']
-    r['daemon peak RSS MiB'] = max(r['daemon peak RSS MiB'], fs.rss())
+    return r
+
+
+def small_files(fs, read_only, mnt, args, cluster, seed):
+    """A cold then a warm shuffled epoch on a fresh mount; returns {metric}."""
+    go_cold(args, cluster)
+    fs.mount(mnt, read_only)
+    cold = wl.small_epoch(os.path.join(mnt, 'small'), args.readers, seed=seed)
+    warm = wl.small_epoch(os.path.join(mnt, 'small'), args.readers, seed=seed + 1)
+    r = {'small cold files/s': cold['files_per_s'], 'small cold MiB/s': cold['mib_per_s'],
+         'small cold p99 ms': cold['p99_ms'], 'small warm files/s': warm['files_per_s'],
+         'small warm p99 ms': warm['p99_ms'], 'daemon peak RSS MiB': fs.rss()}
     fs.unmount(mnt)
     return r
 
 
-def rados_bench(env, cluster, args, seconds=10):
-    base = ['rados', '-c', env['TIERFS_CEPH_CONF'], '-n', env['TIERFS_CEPH_USER'], '-p',
-            env['TIERFS_CEPH_POOL']]
-    out = {}
-    for size, label in ((128 << 10, '128K'), (4 << 20, '4M')):
-        name = f'fsbench-{label}'
-        run(*base, 'bench', str(seconds), 'write', '-b', str(size), '-t', '16', '--no-cleanup',
-            '--run-name', name, stdout=subprocess.DEVNULL)
-        settle()
-        if not args.warm_cluster:
-            drop_cluster_caches(cluster)  # the reads come from disk, as the clients' cold ones
-        text = subprocess.run(base + ['bench', str(seconds), 'seq', '-t', '16', '--run-name', name],
+def large_files(fs, mnt, args, cluster):
+    go_cold(args, cluster)
+    fs.mount(mnt)
+    r = {'large cold MiB/s': wl.large_stream(os.path.join(mnt, 'large'))['mib_per_s']}
+    fs.unmount(mnt)
+    return r
+
+
+def stat_walk(fs, mnt, args, cluster):
+    go_cold(args, cluster)
+    fs.mount(mnt)
+    r = {'stat walk cold entries/s': wl.stat_walk(mnt)['entries_per_s'],
+         'stat walk warm entries/s': wl.stat_walk(mnt)['entries_per_s'],
+         'daemon peak RSS MiB': fs.rss()}
+    fs.unmount(mnt)
+    return r
+
+
+class RadosBench:
+    """`rados bench` objects of the datasets' sizes, written once and read back cold (16 in
+    flight) in every round, between the filesystems' runs."""
+    SIZES = ((128 << 10, '128K'), (4 << 20, '4M'))
+
+    def __init__(self, env, seconds=10):
+        self.base = ['rados', '-c', env['TIERFS_CEPH_CONF'], '-n', env['TIERFS_CEPH_USER'], '-p',
+                     env['TIERFS_CEPH_POOL']]
+        self.seconds = seconds
+
+    def write(self):
+        for size, label in self.SIZES:
+            run(*self.base, 'bench', str(self.seconds), 'write', '-b', str(size), '-t', '16',
+                '--no-cleanup', '--run-name', f'fsbench-{label}', stdout=subprocess.DEVNULL)
+
+    def read(self, label, args, cluster):
+        """MiB/s (what rados bench prints as MB/sec is MiB/s)."""
+        go_cold(args, cluster)
+        text = subprocess.run(self.base + ['bench', str(self.seconds), 'seq', '-t', '16',
+                                           '--run-name', f'fsbench-{label}'],
                               check=True, capture_output=True, text=True).stdout
-        mib = float(re.search(r'^Bandwidth \(MB/sec\):\s+([\d.]+)', text, re.M).group(1))
-        out[label] = mib
-        subprocess.run(base + ['cleanup', '--run-name', name], capture_output=True)
-    return {'128K objects/s': out['128K'] * 8, '4M MiB/s': out['4M']}
+        return float(re.search(r'^Bandwidth \(MB/sec\):\s+([\d.]+)', text, re.M).group(1))
+
+    def cleanup(self):
+        for _, label in self.SIZES:
+            subprocess.run(self.base + ['cleanup', '--run-name', f'fsbench-{label}'],
+                           capture_output=True)
+
+
+def add(results, name, metrics):
+    for metric, value in metrics.items():
+        results.setdefault(name, {}).setdefault(metric, []).append(value)
+
+
+def measure(filesystems, rb, data, mnt, args, cluster):
+    """Every workload: {variant: {metric: [value per round]}}. The cold reads run in rounds,
+    each filesystem and `rados bench` in turn, so that a round's ratios compare runs made minutes
+    apart: this machine drifts by up to 1.5x over an hour."""
+    results = {}
+    for fs in filesystems:
+        add(results, fs.name, prepare(fs, data, mnt, args, cluster))
+    rb.write()
+    for rnd in range(args.rounds):
+        for fs in filesystems:
+            for read_only in ([False, True] if isinstance(fs, Tierfs) else [False]):
+                name = fs.name + (' --read-only' if read_only else '')
+                log(f'round {rnd + 1}: {name}: small files, cold then warm')
+                add(results, name, small_files(fs, read_only, mnt, args, cluster, 10 * rnd + 1))
+        log(f'round {rnd + 1}: rados bench, 128 KiB objects')
+        add(results, 'rados bench', {'small cold files/s': rb.read('128K', args, cluster) * 8})
+        for fs in filesystems:
+            log(f'round {rnd + 1}: {fs.name}: large files, cold')
+            add(results, fs.name, large_files(fs, mnt, args, cluster))
+        log(f'round {rnd + 1}: rados bench, 4 MiB objects')
+        add(results, 'rados bench', {'large cold MiB/s': rb.read('4M', args, cluster)})
+    for fs in filesystems:
+        log(f'{fs.name}: stat walk, cold then warm')
+        add(results, fs.name, stat_walk(fs, mnt, args, cluster))
+    return results
 
 
 def main():
@@ -262,6 +312,7 @@ def main():
     p.add_argument('--large', type=int, default=4)
     p.add_argument('--large-size', type=size_arg, default=512 << 20)
     p.add_argument('--checkpoint', type=size_arg, default=2 << 30)
+    p.add_argument('--rounds', type=int, default=3, help='rounds of cold reads (default 3)')
     p.add_argument('--memstore', action='store_true', help='memstore OSD (default: BlueStore)')
     p.add_argument('--osd-size', default='40G')
     p.add_argument('--no-cephfs', action='store_true')
@@ -285,13 +336,14 @@ def main():
         env = dict(re.findall(r'^(?:export )?(\w+)=(.*)$',
                               open(os.path.join(cluster, 'client.env')).read(), re.M))
         env = {k: v.strip('"\'') for k, v in env.items()}
-        results = {}
-        results['tierfs'] = measure(Tierfs(binary, env, 'bench'), data, mnt, args, cluster)
+        filesystems = [Tierfs(binary, env, 'bench')]
         if not args.no_cephfs:
-            results['ceph-fuse'] = measure(CephFuse(cluster), data, mnt, args, cluster)
-        log('rados bench')
-        rb = rados_bench(env, cluster, args)
-        report(results, rb, args)
+            filesystems.append(CephFuse(cluster))
+        rb = RadosBench(env)
+        try:
+            report(measure(filesystems, rb, data, mnt, args, cluster), args)
+        finally:
+            rb.cleanup()
     finally:
         if os.path.ismount(mnt):
             subprocess.run(['umount', '-l', mnt])
@@ -300,28 +352,50 @@ def main():
         shutil.rmtree(work, ignore_errors=True)
 
 
-def report(results, rb, args):
+def cell(values, metric):
+    """The median of the rounds (the peak for RSS), with their range when there are several."""
+    if not values:
+        return ''
+    if 'RSS' in metric:
+        return f'{max(values):.0f}'
+    mid = statistics.median(values)
+    spread = f' ({min(values):.0f}-{max(values):.0f})' if len(values) > 1 else ''
+    return f'{mid:.1f}{spread}'
+
+
+def ratios(results, num, num_metric, den, den_metric):
+    a, b = results.get(num, {}).get(num_metric), results.get(den, {}).get(den_metric)
+    if not a or not b:
+        return ''
+    return ', '.join(f'{x / y:.2f}' for x, y in zip(a, b))
+
+
+def report(results, args):
     store = 'memstore' if args.memstore else 'BlueStore'
     print(f'\n{args.files} files of ~{args.file_size >> 10} KiB, {args.readers} readers; '
           f'{args.large} x {args.large_size >> 20} MiB; checkpoint {args.checkpoint >> 20} MiB; '
-          f'{store}; page cache dropped: {drop_caches()}; cluster caches dropped: '
-          f'{not args.warm_cluster}\n')
-    names = list(results)
-    print('| metric | ' + ' | '.join(names) + ' | tierfs / ceph-fuse |')
-    print('|---|' + '---|' * (len(names) + 1))
-    metrics = list(results['tierfs'])
+          f'{store}; {args.rounds} rounds; page cache dropped: {drop_caches()}; '
+          f'cluster caches dropped: {not args.warm_cluster}\n')
+    order = ('tierfs', 'tierfs --read-only', 'ceph-fuse', 'rados bench')
+    names = sorted(results, key=lambda n: order.index(n) if n in order else len(order))
+    print('| metric (median of rounds, range) | ' + ' | '.join(names) + ' |')
+    print('|---|' + '---|' * len(names))
+    metrics = list(dict.fromkeys(m for n in names for m in results[n]))
     for m in metrics:
-        vals = [results[n].get(m) for n in names]
-        cells = ['' if v is None else f'{v:.1f}' for v in vals]
-        ratio = ''
-        if 'ceph-fuse' in results and results['ceph-fuse'].get(m):
-            ratio = f'{results["tierfs"][m] / results["ceph-fuse"][m]:.2f}'
-        print(f'| {m} | ' + ' | '.join(cells) + f' | {ratio} |')
-    t = results['tierfs']
-    print(f'\nrados bench (16 in flight): {rb["128K objects/s"]:.0f} objects/s of 128 KiB '
-          f'(tierfs cold small: {t["small cold files/s"] / rb["128K objects/s"]:.2f} of it), '
-          f'{rb["4M MiB/s"]:.0f} MiB/s of 4 MiB objects '
-          f'(tierfs cold large: {t["large cold MiB/s"] / rb["4M MiB/s"]:.2f} of it)')
+        print(f'| {m} | ' + ' | '.join(cell(results[n].get(m), m) for n in names) + ' |')
+    print('\nRatios, round by round:')
+    for label, num, metric, den, den_metric in (
+            ('small cold, tierfs / ceph-fuse', 'tierfs', 'small cold files/s', 'ceph-fuse',
+             'small cold files/s'),
+            ('small cold, tierfs --read-only / ceph-fuse', 'tierfs --read-only',
+             'small cold files/s', 'ceph-fuse', 'small cold files/s'),
+            ('small cold, tierfs --read-only / rados bench 128 KiB objects/s',
+             'tierfs --read-only', 'small cold files/s', 'rados bench', 'small cold files/s'),
+            ('large cold, tierfs / rados bench 4 MiB', 'tierfs', 'large cold MiB/s',
+             'rados bench', 'large cold MiB/s'),
+            ('stat walk cold, tierfs / ceph-fuse', 'tierfs', 'stat walk cold entries/s',
+             'ceph-fuse', 'stat walk cold entries/s')):
+        print(f'- {label}: {ratios(results, num, metric, den, den_metric)}')
 
 
 if __name__ == '__main__':
