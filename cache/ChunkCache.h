@@ -16,6 +16,19 @@ namespace tierfs::cache {
 template <typename T>
 using Callback = backends::Callback<T>;
 
+// What a chunk cache has done since it started, and holds now.
+struct ChunkCacheStats {
+  std::uint64_t memoryHits = 0;    // reads answered from memory (or joined to a fetch)
+  std::uint64_t deviceHits = 0;    // from the cache devices
+  std::uint64_t backendReads = 0;  // fetched from the back end
+  std::uint64_t bytesFromDevice = 0, bytesFromBackend = 0;  // as stored (frames)
+  // The cache devices (all zero without them):
+  std::uint64_t deviceEntries = 0, deviceUsedBytes = 0, deviceCapacityBytes = 0;
+  std::uint64_t deviceOccupiedBytes = 0;  // files and index on disk
+  std::uint64_t deviceEvictedRegions = 0, deviceCorruptions = 0, deviceNotAdmitted = 0;
+  std::uint64_t deviceFramedBytes = 0, deviceRawBytes = 0;  // kept, and what they decode to
+};
+
 // Reads and writes immutable chunk objects (frames of cache/ChunkCodec.h) through a cache.
 // Concurrent reads of one chunk make one back-end request (single flight) and share its bytes.
 //
@@ -37,7 +50,11 @@ class ChunkCache {
   virtual void remove(const ChunkKey& key, Callback<std::uint64_t> done) = 0;
   // Bytes the chunk takes in the back end (header and compressed payload).
   virtual void storedSize(const ChunkKey& key, Callback<std::uint64_t> done) = 0;
+
+  virtual ChunkCacheStats stats() const = 0;
 };
+
+class DeviceTier;
 
 struct MemoryChunkCacheOptions {
   // Raw bytes of decoded chunks kept in memory: what concurrent readers share and read-ahead
@@ -45,10 +62,16 @@ struct MemoryChunkCacheOptions {
   std::uint64_t capacityBytes = 128 << 20;
   CodecOptions codec;         // how new chunks are encoded
   unsigned codecThreads = 2;  // zstd and checksums run here, off store threads
+  // The cache devices between memory and the back end (not owned; null: none), and the
+  // threads that read them (a device answers many reads at once).
+  DeviceTier* device = nullptr;
+  unsigned deviceThreads = 8;
 };
 
-// A chunk cache in process memory (LRU by bytes) over an object store: the cache of a daemon
-// without a cache device. Does not own the store, which must outlive it.
+// A chunk cache in process memory (LRU by bytes) over an object store, with the cache devices
+// (options.device) between them when the daemon has some: a miss in memory looks there, a miss
+// there fetches from the store and keeps the frame there too, and chunks written go there
+// (write-through). Owns neither the store nor the devices, which must outlive it.
 std::unique_ptr<ChunkCache> makeMemoryChunkCache(backends::ObjectStore& store,
                                                  MemoryChunkCacheOptions options);
 

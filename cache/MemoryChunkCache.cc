@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cache/ChunkCache.h"
+#include "cache/DeviceTier.h"
 #include "common/ThreadPool.h"
 
 namespace tierfs::cache {
@@ -12,13 +13,17 @@ namespace {
 class MemoryChunkCache final : public ChunkCache {
  public:
   MemoryChunkCache(backends::ObjectStore& store, MemoryChunkCacheOptions options)
-      : store_(store), options_(options), codecPool_(options.codecThreads, "chunk-codec") {}
+      : store_(store),
+        options_(options),
+        codecPool_(options.codecThreads, "chunk-codec"),
+        devicePool_(options.device ? options.deviceThreads : 0, "cache-device") {}
 
   void read(const ChunkKey& key, Callback<Bytes> done) override {
     std::optional<Bytes> hit;
     {
       std::lock_guard lock(mu_);
       hit = lookupLocked(key);
+      if (hit) ++counters_.memoryHits;
       if (!hit) {
         auto [it, first] = inFlight_.try_emplace(key);
         it->second.push_back(std::move(done));
@@ -26,23 +31,22 @@ class MemoryChunkCache final : public ChunkCache {
       }
     }
     if (hit) return done(std::move(*hit));
-    store_.read(key.objectName(), 0, backends::kToEnd, [this, key](Result<Bytes> frame) {
-      codecPool_.post([this, key, frame = std::move(frame)]() mutable {
-        finishRead(key, frame ? decode(*frame) : failure(frame.error()));
-      });
-    });
+    if (options_.device) return devicePool_.post([this, key] { readFromDevice(key); });
+    fetch(key);
   }
 
   void write(const ChunkKey& key, Bytes raw, Callback<std::uint64_t> done) override {
     codecPool_.post([this, key, raw = std::move(raw), done = std::move(done)]() mutable {
       auto frame = encodeChunk(raw, options_.codec);
       if (!frame) return done(failure(frame.error()));
-      const std::uint64_t stored = frame->size();
-      store_.createExclusive(key.objectName(), Bytes(std::move(*frame)),
+      Bytes stored(std::move(*frame));
+      store_.createExclusive(key.objectName(), stored,
                              [this, key, raw, stored, done](Result<std::uint64_t> r) {
                                if (!r) return done(failure(r.error()));
                                insert(key, raw);
-                               done(stored);
+                               // Write-through: a checkpoint just written reads back locally.
+                               if (options_.device) options_.device->insert(key, stored, raw);
+                               done(stored.size());
                              });
     });
   }
@@ -52,6 +56,7 @@ class MemoryChunkCache final : public ChunkCache {
       std::lock_guard lock(mu_);
       eraseLocked(key);
     }
+    if (options_.device) options_.device->erase(key);
     store_.remove(key.objectName(), std::move(done));
   }
 
@@ -61,6 +66,27 @@ class MemoryChunkCache final : public ChunkCache {
     });
   }
 
+  ChunkCacheStats stats() const override {
+    ChunkCacheStats s;
+    {
+      std::lock_guard lock(mu_);
+      s = counters_;
+    }
+    if (DeviceTier* d = options_.device) {
+      RegionCacheStats r = d->stats();
+      s.deviceEntries = r.entries;
+      s.deviceUsedBytes = r.usedBytes;
+      s.deviceCapacityBytes = r.capacityBytes;
+      s.deviceEvictedRegions = r.evictedRegions;
+      s.deviceCorruptions = r.corruptions;
+      s.deviceNotAdmitted = r.notAdmitted;
+      s.deviceOccupiedBytes = d->occupiedBytes();
+      s.deviceFramedBytes = d->framedBytes();
+      s.deviceRawBytes = d->rawBytes();
+    }
+    return s;
+  }
+
  private:
   struct Entry {
     Bytes raw;
@@ -68,6 +94,38 @@ class MemoryChunkCache final : public ChunkCache {
   };
 
   static Result<Bytes> decode(const Bytes& frame) { return decodeChunkShared(frame); }
+
+  // On a device-pool thread: a hit is decoded there; a miss, or a frame that passed the entry's
+  // checksum yet does not decode, goes to the back end.
+  void readFromDevice(const ChunkKey& key) {
+    if (std::optional<Bytes> frame = options_.device->lookup(key)) {
+      if (Result<Bytes> raw = decode(*frame)) {
+        count(&ChunkCacheStats::deviceHits, &ChunkCacheStats::bytesFromDevice, frame->size());
+        return finishRead(key, std::move(raw));
+      }
+      options_.device->erase(key);
+    }
+    fetch(key);
+  }
+
+  void fetch(const ChunkKey& key) {
+    store_.read(key.objectName(), 0, backends::kToEnd, [this, key](Result<Bytes> frame) {
+      codecPool_.post([this, key, frame = std::move(frame)]() mutable {
+        if (!frame) return finishRead(key, failure(frame.error()));
+        count(&ChunkCacheStats::backendReads, &ChunkCacheStats::bytesFromBackend, frame->size());
+        Result<Bytes> raw = decode(*frame);
+        if (raw && options_.device) options_.device->insert(key, *frame, *raw);
+        finishRead(key, std::move(raw));
+      });
+    });
+  }
+
+  void count(std::uint64_t ChunkCacheStats::*reads, std::uint64_t ChunkCacheStats::*bytes,
+             std::uint64_t n) {
+    std::lock_guard lock(mu_);
+    ++(counters_.*reads);
+    counters_.*bytes += n;
+  }
 
   void finishRead(const ChunkKey& key, Result<Bytes> result) {
     std::vector<Callback<Bytes>> waiters;
@@ -111,13 +169,17 @@ class MemoryChunkCache final : public ChunkCache {
   backends::ObjectStore& store_;
   const MemoryChunkCacheOptions options_;
 
-  std::mutex mu_;  // guards everything below; never held while calling the store or a callback
+  mutable std::mutex
+      mu_;  // guards everything below; never held while calling the store or a callback
   std::unordered_map<ChunkKey, Entry, ChunkKeyHash> entries_;
   std::list<ChunkKey> lru_;  // most recently used first
   std::uint64_t bytes_ = 0;
   std::unordered_map<ChunkKey, std::vector<Callback<Bytes>>, ChunkKeyHash> inFlight_;
+  ChunkCacheStats counters_;
 
-  ThreadPool codecPool_;  // last: its destructor runs queued tasks, which use the members above
+  // Last: their destructors run queued tasks, which use the members above.
+  ThreadPool codecPool_;
+  ThreadPool devicePool_;
 };
 
 }  // namespace

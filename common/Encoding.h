@@ -32,6 +32,9 @@ class Encoder {
   void putFixed32(std::uint32_t v) {
     for (int i = 0; i < 4; ++i) out_.push_back(static_cast<char>(v >> (8 * i)));
   }
+  void putFixed64(std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) out_.push_back(static_cast<char>(v >> (8 * i)));
+  }
 
   const std::string& bytes() const { return out_; }
   std::string take() { return std::move(out_); }
@@ -97,6 +100,12 @@ class Decoder {
     TIERFS_ASSIGN_OR_RETURN(std::string_view b, raw(field, 4));
     std::uint32_t v = 0;
     for (int i = 0; i < 4; ++i) v |= std::uint32_t{static_cast<std::uint8_t>(b[i])} << (8 * i);
+    return v;
+  }
+  Result<std::uint64_t> fixed64(std::string_view field) {
+    TIERFS_ASSIGN_OR_RETURN(std::string_view b, raw(field, 8));
+    std::uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v |= std::uint64_t{static_cast<std::uint8_t>(b[i])} << (8 * i);
     return v;
   }
 

@@ -14,6 +14,21 @@ constexpr int kMaxUpdateRetries = 16;  // commits that lost a race with another 
 constexpr std::string_view kUserPrefix = "user.";
 // Read-only and not listed (so `cp -a` does not copy it): the bytes a file takes in the store.
 constexpr std::string_view kStoredSizeXattr = "user.tierfs.stored_size";
+// Read-only and not listed, on the root: what the chunk cache has done and holds, as JSON.
+constexpr std::string_view kCacheStatsXattr = "user.tierfs.cache_stats";
+
+std::string toJson(const cache::ChunkCacheStats& s) {
+  return fmt::format(
+      "{{\"memory_hits\":{},\"device_hits\":{},\"backend_reads\":{},"
+      "\"bytes_from_device\":{},\"bytes_from_backend\":{},\"device_entries\":{},"
+      "\"device_used_bytes\":{},\"device_capacity_bytes\":{},\"device_occupied_bytes\":{},"
+      "\"device_evicted_regions\":{},\"device_corruptions\":{},\"device_not_admitted\":{},"
+      "\"device_framed_bytes\":{},\"device_raw_bytes\":{}}}",
+      s.memoryHits, s.deviceHits, s.backendReads, s.bytesFromDevice, s.bytesFromBackend,
+      s.deviceEntries, s.deviceUsedBytes, s.deviceCapacityBytes, s.deviceOccupiedBytes,
+      s.deviceEvictedRegions, s.deviceCorruptions, s.deviceNotAdmitted, s.deviceFramedBytes,
+      s.deviceRawBytes);
+}
 
 }  // namespace
 
@@ -139,6 +154,7 @@ Result<Inode> Filesystem::setattr(Ino ino, const SetAttr& change) {
 }
 
 Result<std::string> Filesystem::getxattr(Ino ino, std::string_view name) {
+  if (name == kCacheStatsXattr && ino == kRootIno) return toJson(cache_.stats());
   TIERFS_ASSIGN_OR_RETURN(auto n, node(ino));
   if (name == kStoredSizeXattr) {
     Inode inode = withLocalSize(*n);
@@ -165,8 +181,9 @@ Result<std::vector<std::string>> Filesystem::listxattr(Ino ino) {
 
 Status Filesystem::setxattr(Ino ino, std::string_view name, std::string_view value, int flags) {
   TIERFS_RETURN_IF_ERROR(checkWritable());
-  if (!name.starts_with(kUserPrefix) || name == kStoredSizeXattr) {
-    return Status::posix(name == kStoredSizeXattr ? EPERM : EOPNOTSUPP,
+  const bool ours = name == kStoredSizeXattr || name == kCacheStatsXattr;
+  if (!name.starts_with(kUserPrefix) || ours) {
+    return Status::posix(ours ? EPERM : EOPNOTSUPP,
                          fmt::format("xattr '{}': only user.* attributes are stored", name));
   }
   if (name.size() > kMaxNameLength) return Status::posix(ERANGE, "xattr name too long");

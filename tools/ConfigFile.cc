@@ -30,6 +30,20 @@ ConfigSection ConfigSection::sub(const std::string& name) const {
   return ConfigSection(t, file_, name_ + "." + name);
 }
 
+Result<std::vector<ConfigSection>> ConfigSection::tables(const char* key) const {
+  std::vector<ConfigSection> out;
+  const toml::node* n = node(key);
+  if (!n) return out;
+  const toml::array* array = n->as_array();
+  if (!array || !array->is_array_of_tables()) {
+    return failure(bad(*n, key, fmt::format("must be tables: [[{}.{}]]", name_, key)));
+  }
+  for (const toml::node& t : *array) {
+    out.emplace_back(t.as_table(), file_, fmt::format("{}.{}#{}", name_, key, out.size() + 1));
+  }
+  return out;
+}
+
 Status ConfigSection::checkKeys(const std::set<std::string>& known) const {
   if (!table_) return Status::ok();
   for (auto&& [key, n] : *table_) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "common/Deadline.h"
 #include "common/Result.h"
@@ -26,6 +27,8 @@ class ConfigSection {
 
   bool present() const { return table_ != nullptr; }
   ConfigSection sub(const std::string& name) const;
+  // The tables of an array of tables ([[section.key]]); none when the key is absent.
+  Result<std::vector<ConfigSection>> tables(const char* key) const;
   Status checkKeys(const std::set<std::string>& known) const;
 
   Status getString(const char* key, std::string& out) const;

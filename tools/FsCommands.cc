@@ -163,6 +163,13 @@ Status serveMount(const DaemonConfig& cfg, bool autoMkfs, int reportFd, const Mo
   detach(reportFd, args.logFile);
   Status s = server.serve();
   spdlog::info("unmounted {}: {}", cfg.mount.mountpoint, s.toString());
+  const cache::ChunkCacheStats c = stack->chunks->stats();
+  spdlog::info(
+      "cache: {} memory hits, {} device hits ({} MiB), {} back-end reads ({} MiB); devices: {} "
+      "entries, {} of {} MiB used, {} regions evicted, {} corrupt entries, {} not admitted",
+      c.memoryHits, c.deviceHits, c.bytesFromDevice >> 20, c.backendReads, c.bytesFromBackend >> 20,
+      c.deviceEntries, c.deviceUsedBytes >> 20, c.deviceCapacityBytes >> 20, c.deviceEvictedRegions,
+      c.deviceCorruptions, c.deviceNotAdmitted);
   return s;
 }
 

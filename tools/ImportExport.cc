@@ -43,6 +43,8 @@ Result<DaemonConfig> resolveConfig(const CopyArgs& args, bool import, bool defau
   }
   cfg.fs.attrTimeout = cfg.mount.attrTimeout;
   cfg.fs.readOnly = !import;
+  // The cache devices are the daemon's (it holds their index open): a copy goes to the back end.
+  cfg.devices.devices.clear();
   // Only the daemon's default store is made when missing: a mistyped --path must fail.
   cfg.store.dir.create = defaultStore;
   // Enough store and codec threads for the workers (the format does not depend on either).

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "common/Units.h"
+#include "tools/CacheConfig.h"
 #include "tools/ConfigFile.h"
 
 namespace tierfs::tools {
@@ -40,11 +41,6 @@ Status readFuse(const ConfigSection& s, DaemonConfig& cfg) {
   m.maxThreads = static_cast<unsigned>(threads);
   m.maxBackground = static_cast<std::uint16_t>(background);
   return Status::ok();
-}
-
-Status readCache(const ConfigSection& s, DaemonConfig& cfg) {
-  TIERFS_RETURN_IF_ERROR(s.checkKeys({"memory_size"}));
-  return s.getSize("memory_size", cfg.cache.capacityBytes);
 }
 
 Status readFs(const ConfigSection& s, DaemonConfig& cfg) {
@@ -91,6 +87,15 @@ Status applyFlags(const MountArgs& a, DaemonConfig& cfg) {
   if (!a.cacheMemory.empty()) {
     TIERFS_ASSIGN_OR_RETURN(cfg.cache.capacityBytes, parseSize(a.cacheMemory));
   }
+  for (const std::string& d : a.cacheDevices) {
+    TIERFS_ASSIGN_OR_RETURN(auto spec, parseDeviceFlag(d));
+    cfg.devices.devices.push_back(std::move(spec));
+  }
+  if (!a.cacheEviction.empty()) {
+    cfg.devices.regions.eviction = a.cacheEviction == "fifo"  ? cache::EvictionPolicy::kFifo
+                                   : a.cacheEviction == "lru" ? cache::EvictionPolicy::kLru
+                                                              : cache::EvictionPolicy::kTraining;
+  }
   if (!a.compression.empty()) {
     cfg.codec = a.compression == "none" ? cache::Codec::kNone : cache::Codec::kZstd;
   }
@@ -109,6 +114,10 @@ void addMountFlags(CLI::App& cmd, MountArgs& a) {
   cmd.add_option("--entry-timeout", a.entryTimeout, "kernel name cache time (e.g. 1s)");
   cmd.add_option("--read-ahead", a.readAhead, "kernel read-ahead per file (e.g. 16M; 0: kernel's)");
   cmd.add_option("--cache-memory", a.cacheMemory, "chunk cache in memory (e.g. 256M)");
+  cmd.add_option("--cache-device", a.cacheDevices,
+                 "cache device PATH=SIZE (a file, preallocated; repeatable)");
+  cmd.add_option("--cache-eviction", a.cacheEviction, "cache eviction policy")
+      ->check(CLI::IsMember({"fifo", "lru", "training"}));
   cmd.add_option("--compression", a.compression, "codec of new chunks on this mount")
       ->check(CLI::IsMember({"zstd", "none"}));
   cmd.add_option("--threads", a.threads, "FUSE worker threads")->check(CLI::Range(1, 1024));
@@ -131,7 +140,8 @@ Result<DaemonConfig> resolveDaemonConfig(MountArgs& args) {
 Status readDaemonSections(const std::string& file, DaemonConfig& cfg) {
   TIERFS_ASSIGN_OR_RETURN(toml::table root, parseConfigFile(file));
   TIERFS_RETURN_IF_ERROR(readFuse(ConfigSection(root["fuse"].as_table(), file, "fuse"), cfg));
-  TIERFS_RETURN_IF_ERROR(readCache(ConfigSection(root["cache"].as_table(), file, "cache"), cfg));
+  TIERFS_RETURN_IF_ERROR(readCacheSection(ConfigSection(root["cache"].as_table(), file, "cache"),
+                                          cfg.cache, cfg.devices));
   TIERFS_RETURN_IF_ERROR(
       readPrefetch(ConfigSection(root["prefetch"].as_table(), file, "prefetch"), cfg));
   return readFs(ConfigSection(root["fs"].as_table(), file, "fs"), cfg);
@@ -158,6 +168,12 @@ Result<std::unique_ptr<FsStack>> openFilesystem(const DaemonConfig& cfg, bool au
   cache::MemoryChunkCacheOptions cacheOptions = cfg.cache;
   cacheOptions.codec.codec = cfg.codec.value_or(record.codec);
   cacheOptions.codec.zstdLevel = cfg.zstdLevel.value_or(record.zstdLevel);
+  if (!cfg.devices.devices.empty()) {
+    cache::DeviceTierOptions devices = cfg.devices;
+    devices.owner = record.uuidString();
+    TIERFS_ASSIGN_OR_RETURN(stack->devices, cache::DeviceTier::open(std::move(devices)));
+    cacheOptions.device = stack->devices.get();
+  }
   stack->chunks = cache::makeMemoryChunkCache(*stack->store, cacheOptions);
   fs::FsOptions fsOptions = cfg.fs;
   // A file's unflushed bytes must hold at least two chunks, or a writer could wait forever.

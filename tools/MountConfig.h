@@ -8,6 +8,7 @@
 
 #include "backends/StoreFactory.h"
 #include "cache/ChunkCache.h"
+#include "cache/DeviceTier.h"
 #include "fs/Filesystem.h"
 #include "fs/Volume.h"
 #include "fs/fuse/FuseServer.h"
@@ -24,6 +25,8 @@ struct MountArgs {
   bool allowOther = false;
   bool debug = false;
   std::string attrTimeout, entryTimeout, cacheMemory, readAhead, compression, logFile;
+  std::vector<std::string> cacheDevices;  // PATH=SIZE
+  std::string cacheEviction;
   unsigned threads = 0;
 };
 
@@ -33,6 +36,7 @@ struct DaemonConfig {
   fs::MountOptions mount;
   fs::FsOptions fs;
   cache::MemoryChunkCacheOptions cache;
+  cache::DeviceTierOptions devices;  // no devices: memory only
   std::optional<cache::Codec> codec;  // overrides the volume's default codec
   std::optional<int> zstdLevel;
 };
@@ -55,6 +59,7 @@ std::string defaultStorePath();
 struct FsStack {
   std::unique_ptr<backends::ObjectStore> store;
   std::unique_ptr<fs::Volume> volume;
+  std::unique_ptr<cache::DeviceTier> devices;
   std::unique_ptr<cache::ChunkCache> chunks;
   std::unique_ptr<fs::Filesystem> filesystem;
 };

@@ -223,6 +223,29 @@ TEST(EncodingTest, FixedAndRawFields) {
   expectBad(shortFixed.fixed32("f"), "truncated");
 }
 
+TEST(EncodingTest, Fixed64IsEightLittleEndianBytes) {
+  Encoder e;
+  e.putFixed64(0x0807060504030201ull);
+  e.putFixed64(0);
+  e.putFixed64(std::numeric_limits<std::uint64_t>::max());
+  const std::string bytes = e.take();
+  EXPECT_EQ(bytes, std::string("\x01\x02\x03\x04\x05\x06\x07\x08", 8) + std::string(8, '\0') +
+                       std::string(8, '\xff'));
+  Decoder d(bytes, "test record");
+  for (std::uint64_t want : {std::uint64_t{0x0807060504030201}, std::uint64_t{0},
+                             std::numeric_limits<std::uint64_t>::max()}) {
+    auto v = d.fixed64("f");
+    ASSERT_OK(v);
+    EXPECT_EQ(*v, want);
+  }
+  EXPECT_OK(d.expectEnd());
+  for (std::size_t n = 0; n < 8; ++n) {
+    Decoder cut(std::string_view(bytes).substr(0, n), "test record");
+    expectBad(cut.fixed64("f"), "truncated");
+    EXPECT_EQ(cut.remaining(), 0u);
+  }
+}
+
 TEST(EncodingTest, TrailingBytesAreReported) {
   Decoder d("\x05zz", "test record");
   ASSERT_OK(d.u8("f"));

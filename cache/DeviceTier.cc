@@ -1,0 +1,130 @@
+#include "cache/DeviceTier.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "cache/ChunkCodec.h"
+
+namespace tierfs::cache {
+namespace {
+
+// Disk bytes an entry may take in the index: a record's share (~40 bytes) times RocksDB's
+// space amplification and its logs, with room to spare.
+constexpr std::uint64_t kIndexBytesPerEntry = 256;
+
+std::uint64_t directoryBytes(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::uint64_t total = 0;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->is_regular_file(ec)) total += it->file_size(ec);
+  }
+  return total;
+}
+
+std::string identityOf(const DeviceTierOptions& o) {
+  std::string devices;
+  for (const DeviceSpec& d : o.devices) devices += fmt::format("{}:{};", d.path, d.size);
+  return fmt::format("tierfs-cache 1; owner {}; region {}; devices {}", o.owner,
+                     o.regions.regionSize, devices);
+}
+
+}  // namespace
+
+std::uint64_t indexReserve(std::uint64_t firstDeviceSize) {
+  return std::clamp<std::uint64_t>(firstDeviceSize / 64, 16 << 20, std::uint64_t{4} << 30);
+}
+
+std::uint64_t maxEntriesFor(std::uint64_t reserve) { return reserve / kIndexBytesPerEntry; }
+
+Result<std::unique_ptr<DeviceTier>> DeviceTier::open(DeviceTierOptions options) {
+  if (options.devices.empty()) return failure(Status::invalidArgument("[cache] names no device"));
+  const std::uint64_t reserve = indexReserve(options.devices[0].size);
+  if (options.indexDir.empty()) {
+    if (options.devices[0].path.starts_with("/dev/")) {
+      return failure(Status::invalidArgument(fmt::format(
+          "cache device {} is a block device: [cache] index_dir must say where the index goes",
+          options.devices[0].path)));
+    }
+    options.indexDir = options.devices[0].path + ".index";
+  }
+  options.regions.maxEntries = std::min(options.regions.maxEntries, maxEntriesFor(reserve));
+
+  std::unique_ptr<DeviceTier> tier(new DeviceTier());
+  std::vector<Device*> raw;
+  for (std::size_t i = 0; i < options.devices.size(); ++i) {
+    const DeviceSpec& spec = options.devices[i];
+    std::uint64_t room = spec.size - (i == 0 ? std::min(reserve, spec.size) : 0);
+    room = room / options.regions.regionSize * options.regions.regionSize;
+    if (room == 0) {
+      return failure(Status::invalidArgument(
+          fmt::format("cache device {}: size {} holds no region of {} bytes{}", spec.path,
+                      spec.size, options.regions.regionSize,
+                      i == 0 ? fmt::format(" besides the index's {} bytes", reserve) : "")));
+    }
+    TIERFS_ASSIGN_OR_RETURN(auto dev,
+                            openFileDevice(FileDeviceOptions{.path = spec.path, .size = room}));
+    raw.push_back(dev.get());
+    tier->devices_.push_back(std::move(dev));
+  }
+  bool wiped = false;
+  TIERFS_ASSIGN_OR_RETURN(tier->db_, IndexDb::open(options.indexDir, identityOf(options), &wiped));
+  if (wiped)
+    spdlog::warn("cache: {} held another volume's or layout's chunks: emptied", options.indexDir);
+  TIERFS_ASSIGN_OR_RETURN(tier->regions_, RegionCache::open(raw, *tier->db_, options.regions));
+  tier->options_ = std::move(options);
+  auto s = tier->regions_->stats();
+  spdlog::info("cache: {} entries in {} sealed regions on {} device(s), {} MiB of {} MiB used",
+               s.entries, s.sealedRegions, tier->devices_.size(), s.usedBytes >> 20,
+               s.capacityBytes >> 20);
+  return tier;
+}
+
+DeviceTier::~DeviceTier() {
+  regions_.reset();  // seals what is buffered, before the index and devices go
+  db_.reset();
+}
+
+void DeviceTier::insert(const ChunkKey& key, const Bytes& frame, const Bytes& raw) {
+  auto header = parseFrameHeader(frame.view());
+  if (!header) return;  // the caller decoded it already: cannot happen for a sound frame
+  if (options_.storeCompressed || header->codec == Codec::kNone) {
+    if (regions_->insert(key, frame.view())) {
+      std::lock_guard lock(mu_);
+      framedBytes_ += frame.size();
+      rawBytes_ += header->rawLength;
+    }
+    return;
+  }
+  auto plain = encodeChunk(raw.view(), CodecOptions{.codec = Codec::kNone});
+  if (plain && regions_->insert(key, *plain)) {
+    std::lock_guard lock(mu_);
+    framedBytes_ += plain->size();
+    rawBytes_ += header->rawLength;
+  }
+}
+
+std::uint64_t DeviceTier::occupiedBytes() const {
+  std::uint64_t total = directoryBytes(options_.indexDir);
+  for (const DeviceSpec& d : options_.devices) {
+    std::error_code ec;
+    auto size = std::filesystem::file_size(d.path, ec);
+    if (!ec) total += size;
+  }
+  return total;
+}
+
+std::uint64_t DeviceTier::framedBytes() const {
+  std::lock_guard lock(mu_);
+  return framedBytes_;
+}
+
+std::uint64_t DeviceTier::rawBytes() const {
+  std::lock_guard lock(mu_);
+  return rawBytes_;
+}
+
+}  // namespace tierfs::cache

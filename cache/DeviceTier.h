@@ -1,0 +1,76 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cache/ChunkKey.h"
+#include "cache/Device.h"
+#include "cache/RegionCache.h"
+#include "common/Bytes.h"
+#include "common/Result.h"
+
+// The cache on local devices (NVMe): the devices, the RocksDB index and the region cache over
+// them, set up from the [cache] config. The chunk cache (cache/ChunkCache.h) keeps chunk frames
+// here, between its memory tier and the back end.
+namespace tierfs::cache {
+
+struct DeviceSpec {
+  std::string path;
+  std::uint64_t size = 0;  // bytes the device may occupy; for the first, its index included
+};
+
+struct DeviceTierOptions {
+  std::vector<DeviceSpec> devices;
+  std::string indexDir;  // the RocksDB index; empty: "<first device's path>.index"
+  RegionCacheOptions regions;
+  // Keep chunks as the back end stores them (compressed where that paid: more fit) or
+  // decompressed (less CPU on a hit).
+  bool storeCompressed = true;
+  // What the cached bytes belong to (the volume's id): a cache made for another volume is
+  // emptied when opened.
+  std::string owner;
+};
+
+// The index's share of the first device's size: its RocksDB files stay under it (the entry
+// limit below is derived from it), so devices and index together never exceed the config.
+std::uint64_t indexReserve(std::uint64_t firstDeviceSize);
+// Entries the index may record within `reserve` bytes of disk.
+std::uint64_t maxEntriesFor(std::uint64_t reserve);
+
+class DeviceTier {
+ public:
+  static Result<std::unique_ptr<DeviceTier>> open(DeviceTierOptions options);
+  ~DeviceTier();
+
+  // A chunk's frame, verified against the entry's checksum; nullopt for a miss.
+  std::optional<Bytes> lookup(const ChunkKey& key) { return regions_->lookup(key); }
+  bool contains(const ChunkKey& key) const { return regions_->contains(key); }
+  // Keeps a chunk's frame (as the back end has it), or a frame of its `raw` bytes without
+  // compression when the tier keeps chunks decompressed.
+  void insert(const ChunkKey& key, const Bytes& frame, const Bytes& raw);
+  void erase(const ChunkKey& key) { regions_->erase(key); }
+
+  RegionCacheStats stats() const { return regions_->stats(); }
+  // Bytes the devices' files and the index occupy on disk now.
+  std::uint64_t occupiedBytes() const;
+  const DeviceTierOptions& options() const { return options_; }
+  // Frames kept, and what they hold decompressed: the capacity gained by compression.
+  std::uint64_t framedBytes() const;
+  std::uint64_t rawBytes() const;
+
+ private:
+  DeviceTier() = default;
+
+  DeviceTierOptions options_;
+  std::vector<std::unique_ptr<Device>> devices_;
+  std::unique_ptr<IndexDb> db_;
+  std::unique_ptr<RegionCache> regions_;
+  mutable std::mutex mu_;
+  std::uint64_t framedBytes_ = 0, rawBytes_ = 0;
+};
+
+}  // namespace tierfs::cache

@@ -1,0 +1,72 @@
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cache/ChunkKey.h"
+#include "common/Result.h"
+#include "common/Status.h"
+
+// The persistent half of the cache index: what each sealed region holds, in RocksDB, so that a
+// restarted daemon (cleanly or after kill -9) finds its cache without scanning the devices. A
+// region's record is written in one synced batch after the region's bytes are durable on the
+// device, and deleted (synced) before the region is reused: the records never name bytes that
+// were not written.
+namespace tierfs::cache {
+
+// One cached chunk inside a region.
+struct EntryRecord {
+  ChunkKey key;
+  std::uint32_t offset = 0;    // of the entry (its header) from the region's start
+  std::uint32_t length = 0;    // of the entry's payload
+  std::uint64_t checksum = 0;  // XXH3-64 of the payload
+  friend bool operator==(const EntryRecord&, const EntryRecord&) = default;
+};
+
+// A sealed region: where it is and what it holds.
+struct RegionRecord {
+  std::uint32_t region = 0;   // the region's number over all devices (see RegionCache)
+  std::uint64_t sealSeq = 0;  // order of sealing (FIFO eviction)
+  std::vector<EntryRecord> entries;
+  friend bool operator==(const RegionRecord&, const RegionRecord&) = default;
+};
+
+class IndexDb {
+ public:
+  // Opens (creating) the database in `dir`. `identity` names what the cached bytes belong to
+  // and how they are laid out (the volume's id, the devices and their sizes, the region size):
+  // a database made for another identity is emptied, and *wiped says so (the devices' old bytes
+  // are then simply unreferenced).
+  static Result<std::unique_ptr<IndexDb>> open(const std::string& dir, const std::string& identity,
+                                               bool* wiped = nullptr);
+  virtual ~IndexDb() = default;
+
+  // Durable (synced) when it returns.
+  virtual Status putRegion(const RegionRecord& record) = 0;
+  virtual Status dropRegion(std::uint32_t region) = 0;
+  // One region's record (what eviction must drop from the memory index); nullopt when none.
+  virtual Result<std::optional<RegionRecord>> getRegion(std::uint32_t region) const = 0;
+
+  // The last time (seconds since the epoch) each region was read from: kept for LRU across
+  // restarts; written without a sync (losing the last few after a crash only ages them).
+  virtual Status putAccessTimes(
+      const std::vector<std::pair<std::uint32_t, std::int64_t>>& times) = 0;
+
+  // Every region record, in region order, with its access time (0 when none was kept). A record
+  // that does not decode is Corruption naming the region, and stops the walk.
+  virtual Status forEachRegion(
+      const std::function<Status(const RegionRecord&, std::int64_t accessTime)>& fn) const = 0;
+
+  // Bytes the database takes on disk (its files), for the capacity limit.
+  virtual Result<std::uint64_t> diskBytes() const = 0;
+};
+
+// The record's encoding, for the database and for tests.
+std::string encodeRegionRecord(const RegionRecord& record);
+Result<RegionRecord> decodeRegionRecord(std::uint32_t region, std::string_view bytes);
+
+}  // namespace tierfs::cache
