@@ -26,6 +26,7 @@ struct ChunkCacheStats {
   std::uint64_t deviceEntries = 0, deviceUsedBytes = 0, deviceCapacityBytes = 0;
   std::uint64_t deviceOccupiedBytes = 0;  // files and index on disk
   std::uint64_t deviceEvictedRegions = 0, deviceCorruptions = 0, deviceNotAdmitted = 0;
+  std::uint64_t deviceFailed = 0;                           // devices taken out of service
   std::uint64_t deviceFramedBytes = 0, deviceRawBytes = 0;  // kept, and what they decode to
 };
 

@@ -88,7 +88,23 @@ DeviceTier::~DeviceTier() {
   db_.reset();
 }
 
-void DeviceTier::insert(const ChunkKey& key, const Bytes& frame, const Bytes& raw) {
+bool DeviceTier::admit(const ChunkKey& key, bool written) {
+  if (options_.admission == Admission::kAlways) return true;
+  std::lock_guard lock(mu_);
+  const std::uint64_t h = ChunkKeyHash{}(key);
+  if (!written && (seen_.erase(h) || seenBefore_.erase(h))) return true;
+  ++refused_;
+  if (written) return false;
+  if (seen_.size() >= options_.regions.maxEntries) {
+    seenBefore_ = std::move(seen_);
+    seen_.clear();
+  }
+  seen_.insert(h);
+  return false;
+}
+
+void DeviceTier::insert(const ChunkKey& key, const Bytes& frame, const Bytes& raw, bool written) {
+  if (!admit(key, written)) return;
   auto header = parseFrameHeader(frame.view());
   if (!header) return;  // the caller decoded it already: cannot happen for a sound frame
   if (options_.storeCompressed || header->codec == Codec::kNone) {
@@ -120,6 +136,11 @@ std::uint64_t DeviceTier::occupiedBytes() const {
 std::uint64_t DeviceTier::framedBytes() const {
   std::lock_guard lock(mu_);
   return framedBytes_;
+}
+
+std::uint64_t DeviceTier::refused() const {
+  std::lock_guard lock(mu_);
+  return refused_;
 }
 
 std::uint64_t DeviceTier::rawBytes() const {

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <absl/container/flat_hash_set.h>
+
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -23,6 +25,13 @@ struct DeviceSpec {
   std::uint64_t size = 0;  // bytes the device may occupy; for the first, its index included
 };
 
+// Which chunks go onto the devices.
+enum class Admission {
+  kAlways,      // every chunk read from the back end or written
+  kSecondMiss,  // a chunk read from the back end for the second time recently; nothing written:
+                // a one-off scan (a checkpoint read, a cp of a big file) leaves the cache alone
+};
+
 struct DeviceTierOptions {
   std::vector<DeviceSpec> devices;
   std::string indexDir;  // the RocksDB index; empty: "<first device's path>.index"
@@ -30,6 +39,7 @@ struct DeviceTierOptions {
   // Keep chunks as the back end stores them (compressed where that paid: more fit) or
   // decompressed (less CPU on a hit).
   bool storeCompressed = true;
+  Admission admission = Admission::kAlways;
   // What the cached bytes belong to (the volume's id): a cache made for another volume is
   // emptied when opened.
   std::string owner;
@@ -50,8 +60,9 @@ class DeviceTier {
   std::optional<Bytes> lookup(const ChunkKey& key) { return regions_->lookup(key); }
   bool contains(const ChunkKey& key) const { return regions_->contains(key); }
   // Keeps a chunk's frame (as the back end has it), or a frame of its `raw` bytes without
-  // compression when the tier keeps chunks decompressed.
-  void insert(const ChunkKey& key, const Bytes& frame, const Bytes& raw);
+  // compression when the tier keeps chunks decompressed, if the admission policy lets it in.
+  // `written`: the chunk was just written through this node, not read from the back end.
+  void insert(const ChunkKey& key, const Bytes& frame, const Bytes& raw, bool written);
   void erase(const ChunkKey& key) { regions_->erase(key); }
 
   RegionCacheStats stats() const { return regions_->stats(); }
@@ -61,6 +72,8 @@ class DeviceTier {
   // Frames kept, and what they hold decompressed: the capacity gained by compression.
   std::uint64_t framedBytes() const;
   std::uint64_t rawBytes() const;
+  // Chunks the admission policy kept out.
+  std::uint64_t refused() const;
 
  private:
   DeviceTier() = default;
@@ -69,8 +82,13 @@ class DeviceTier {
   std::vector<std::unique_ptr<Device>> devices_;
   std::unique_ptr<IndexDb> db_;
   std::unique_ptr<RegionCache> regions_;
+  bool admit(const ChunkKey& key, bool written);
+
   mutable std::mutex mu_;
-  std::uint64_t framedBytes_ = 0, rawBytes_ = 0;
+  std::uint64_t framedBytes_ = 0, rawBytes_ = 0, refused_ = 0;
+  // kSecondMiss: the keys missed once lately, in two generations (the older is dropped when the
+  // newer is full), so remembering costs a bounded ~16 bytes a key.
+  absl::flat_hash_set<std::uint64_t> seen_, seenBefore_;
 };
 
 }  // namespace tierfs::cache

@@ -45,7 +45,7 @@ class MemoryChunkCache final : public ChunkCache {
                                if (!r) return done(failure(r.error()));
                                insert(key, raw);
                                // Write-through: a checkpoint just written reads back locally.
-                               if (options_.device) options_.device->insert(key, stored, raw);
+                               if (options_.device) options_.device->insert(key, stored, raw, true);
                                done(stored.size());
                              });
     });
@@ -79,7 +79,8 @@ class MemoryChunkCache final : public ChunkCache {
       s.deviceCapacityBytes = r.capacityBytes;
       s.deviceEvictedRegions = r.evictedRegions;
       s.deviceCorruptions = r.corruptions;
-      s.deviceNotAdmitted = r.notAdmitted;
+      s.deviceNotAdmitted = r.notAdmitted + d->refused();
+      s.deviceFailed = r.failedDevices;
       s.deviceOccupiedBytes = d->occupiedBytes();
       s.deviceFramedBytes = d->framedBytes();
       s.deviceRawBytes = d->rawBytes();
@@ -114,7 +115,7 @@ class MemoryChunkCache final : public ChunkCache {
         if (!frame) return finishRead(key, failure(frame.error()));
         count(&ChunkCacheStats::backendReads, &ChunkCacheStats::bytesFromBackend, frame->size());
         Result<Bytes> raw = decode(*frame);
-        if (raw && options_.device) options_.device->insert(key, *frame, *raw);
+        if (raw && options_.device) options_.device->insert(key, *frame, *raw, false);
         finishRead(key, std::move(raw));
       });
     });

@@ -81,6 +81,11 @@ struct Region {
   Buffer* buffer = nullptr;                         // while kOpen or kSealing
 };
 
+struct DeviceHealth {
+  unsigned errorsInARow = 0;
+  bool failed = false;
+};
+
 }  // namespace
 
 struct RegionCache::Impl {
@@ -98,6 +103,7 @@ struct RegionCache::Impl {
   absl::flat_hash_map<std::uint64_t, Loc> index;
   std::vector<Region> regions;
   std::vector<std::vector<std::uint32_t>> freeRegions;  // per device
+  std::vector<DeviceHealth> health;                     // per device
   std::vector<std::unique_ptr<Buffer>> buffers;
   std::vector<Buffer*> idleBuffers;
   Buffer* open = nullptr;
@@ -129,7 +135,23 @@ struct RegionCache::Impl {
   std::size_t deviceOf(std::uint32_t r) const;
   std::uint64_t deviceOffset(std::uint32_t r) const;
   void persistAccessTimes();
+  void noteDeviceLocked(std::size_t d, bool ok);
 };
+
+// Counts a device's failures in a row; past the limit, the device is out of service.
+void RegionCache::Impl::noteDeviceLocked(std::size_t d, bool ok) {
+  DeviceHealth& h = health[d];
+  if (ok || h.failed) {
+    if (ok) h.errorsInARow = 0;
+    return;
+  }
+  if (++h.errorsInARow < std::max(1u, options.deviceErrorLimit)) return;
+  h.failed = true;
+  spdlog::error(
+      "cache: device {} failed {} times in a row: taken out of service (reads go to "
+      "the back end)",
+      devices[d]->name(), h.errorsInARow);
+}
 
 Status RegionCache::Impl::layOut() {
   if (devices.empty()) return Status::invalidArgument("a region cache needs a device");
@@ -146,6 +168,7 @@ Status RegionCache::Impl::layOut() {
     freeRegions.push_back(std::move(free));
   }
   firstRegion.push_back(next);
+  health.resize(devices.size());
   if (next == 0) {
     return Status::invalidArgument(
         fmt::format("the cache devices hold no region of {} bytes", options.regionSize));
@@ -235,7 +258,12 @@ std::optional<Bytes> RegionCache::Impl::lookup(const ChunkKey& key) {
     return Bytes(std::string(g.buffer->data.get() + loc.offset + kHeaderSize, loc.length));
   }
   const std::uint32_t generation = g.generation;
-  Device& dev = *devices[deviceOf(loc.region)];
+  const std::size_t d = deviceOf(loc.region);
+  if (health[d].failed) {
+    ++counters.misses;
+    return std::nullopt;
+  }
+  Device& dev = *devices[d];
   const std::uint64_t at = deviceOffset(loc.region) + loc.offset;
   lock.unlock();
 
@@ -255,6 +283,7 @@ std::optional<Bytes> RegionCache::Impl::lookup(const ChunkKey& key) {
     ++counters.misses;
     return std::nullopt;
   }
+  noteDeviceLocked(d, sound);
   if (!sound || !sameKey) {
     if (sound) {
       ++counters.misses;  // another key with the same hash
@@ -322,7 +351,9 @@ bool RegionCache::Impl::openRegionLocked() {
   for (std::size_t d = 0; d < devices.size(); ++d) {
     const double total = firstRegion[d + 1] - firstRegion[d];
     const double share = freeRegions[d].size() / total;
-    if (!freeRegions[d].empty() && share > bestShare) best = d, bestShare = share;
+    if (!health[d].failed && !freeRegions[d].empty() && share > bestShare) {
+      best = d, bestShare = share;
+    }
   }
   if (best == devices.size()) {
     wake.notify_one();  // the sealer evicts
@@ -352,8 +383,13 @@ void RegionCache::Impl::handOffLocked() {
 bool RegionCache::Impl::needEvictionLocked() const {
   if (evictionBlocked) return false;
   if (recordedEntries > options.maxEntries) return true;
-  return std::all_of(freeRegions.begin(), freeRegions.end(),
-                     [](const auto& f) { return f.empty(); });
+  bool anyHealthy = false;
+  for (std::size_t d = 0; d < devices.size(); ++d) {
+    if (health[d].failed) continue;
+    if (!freeRegions[d].empty()) return false;
+    anyHealthy = true;
+  }
+  return anyHealthy;  // every device in service is full
 }
 
 void RegionCache::Impl::runSealer() {
@@ -413,6 +449,7 @@ void RegionCache::Impl::seal(Buffer* b) {
     s = db.putRegion(RegionRecord{r, seq, b->entries});
   }
   std::lock_guard lock(mu);
+  noteDeviceLocked(deviceOf(r), s.isOk());
   Region& g = regions[r];
   g.buffer = nullptr;
   idleBuffers.push_back(b);
@@ -435,7 +472,7 @@ std::optional<std::uint32_t> RegionCache::Impl::victimLocked() const {
   std::optional<std::uint32_t> best;
   for (std::uint32_t r = 0; r < regions.size(); ++r) {
     const Region& g = regions[r];
-    if (g.state != State::kSealed) continue;
+    if (g.state != State::kSealed || health[deviceOf(r)].failed) continue;
     if (options.eviction == EvictionPolicy::kTraining && now - g.lastHit < options.protectFor) {
       continue;
     }
@@ -571,6 +608,7 @@ RegionCacheStats RegionCache::stats() const {
     }
   }
   s.indexMemoryBytes = impl_->index.capacity() * (sizeof(std::pair<std::uint64_t, Loc>) + 1);
+  for (const DeviceHealth& h : impl_->health) s.failedDevices += h.failed;
   return s;
 }
 

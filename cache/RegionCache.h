@@ -45,6 +45,9 @@ struct RegionCacheOptions {
   // A partly filled region is sealed after this long without an insert, so that what a daemon
   // cached survives a kill -9 a little later (0: only full regions are sealed).
   std::chrono::milliseconds sealWhenIdle{1000};
+  // A device whose reads or writes fail (or return damaged entries) this many times in a row is
+  // taken out of service: its entries become misses and nothing more is written to it.
+  unsigned deviceErrorLimit = 8;
   // Entries in sealed regions at most (bounds the memory index and the IndexDb's size).
   std::uint64_t maxEntries = 1 << 24;
   // Test hook: called before each step of sealing a region; returning false stops the seal
@@ -64,6 +67,7 @@ struct RegionCacheStats {
   std::uint64_t usedBytes = 0;         // bytes of entries in sealed regions
   std::uint64_t capacityBytes = 0;     // of all regions
   std::uint64_t indexMemoryBytes = 0;  // the in-memory index (slots and control bytes)
+  std::uint64_t failedDevices = 0;     // taken out of service
 };
 
 class RegionCache {

@@ -23,11 +23,11 @@ std::string toJson(const cache::ChunkCacheStats& s) {
       "\"bytes_from_device\":{},\"bytes_from_backend\":{},\"device_entries\":{},"
       "\"device_used_bytes\":{},\"device_capacity_bytes\":{},\"device_occupied_bytes\":{},"
       "\"device_evicted_regions\":{},\"device_corruptions\":{},\"device_not_admitted\":{},"
-      "\"device_framed_bytes\":{},\"device_raw_bytes\":{}}}",
+      "\"device_framed_bytes\":{},\"device_raw_bytes\":{},\"device_failed\":{}}}",
       s.memoryHits, s.deviceHits, s.backendReads, s.bytesFromDevice, s.bytesFromBackend,
       s.deviceEntries, s.deviceUsedBytes, s.deviceCapacityBytes, s.deviceOccupiedBytes,
       s.deviceEvictedRegions, s.deviceCorruptions, s.deviceNotAdmitted, s.deviceFramedBytes,
-      s.deviceRawBytes);
+      s.deviceRawBytes, s.deviceFailed);
 }
 
 }  // namespace

@@ -61,6 +61,16 @@ Status readCacheSection(const ConfigSection& s, cache::MemoryChunkCacheOptions& 
   memory.deviceThreads = static_cast<unsigned>(threads);
   TIERFS_RETURN_IF_ERROR(readPolicy(s, devices.regions));
   TIERFS_RETURN_IF_ERROR(s.getBool("store_compressed", devices.storeCompressed));
+  std::string admission;
+  TIERFS_RETURN_IF_ERROR(s.getString("admission", admission));
+  if (admission == "always") {
+    devices.admission = cache::Admission::kAlways;
+  } else if (admission == "second_miss") {
+    devices.admission = cache::Admission::kSecondMiss;
+  } else if (!admission.empty()) {
+    return Status::invalidArgument(fmt::format(
+        "[cache] admission must be \"always\" or \"second_miss\", not \"{}\"", admission));
+  }
   TIERFS_RETURN_IF_ERROR(s.getString("index_dir", devices.indexDir));
   TIERFS_ASSIGN_OR_RETURN(auto tables, s.tables("device"));
   for (const ConfigSection& t : tables) {

@@ -15,6 +15,7 @@
 //   eviction = "lru"           # "fifo", "lru" or "training" (scan-resistant, for epochs)
 //   protect_for = "1h"         # training: a region read within this is never evicted
 //   store_compressed = true    # keep chunks as stored (more fit) or decompressed (less CPU)
+//   admission = "always"       # or "second_miss": a one-off scan does not flush the cache
 //   index_dir = "..."          # default: the first device's path + ".index"
 //   [[cache.device]]
 //   path = "/var/cache/tierfs/cache0"

@@ -175,6 +175,8 @@ Status serveMount(const DaemonConfig& cfg, bool autoMkfs, int reportFd, const Mo
 
 int runMount(MountArgs& args) {
   bool autoMkfs = false;
+  // `tierfs mount CONFIG MOUNTPOINT`: the config file's [backend] counts as configured.
+  if (args.positional.size() == 2) args.backend.setConfigFile(args.positional.front());
   if (args.backend.nothingConfigured()) {
     args.backend.defaultToDir(defaultStorePath());
     autoMkfs = true;

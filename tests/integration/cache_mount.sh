@@ -12,7 +12,7 @@ source "$here/mount_lib.sh"
 work=$(mktemp -d)
 mnt=$work/mnt
 mkdir "$mnt" "$work/src"
-trap 'cleanup_mount "$mnt"; rm -rf "$work"' EXIT
+trap 'cleanup_mount "$mnt"; [[ -n ${KEEP:-} ]] || rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 read -ra flags <<< "$(rados_flags "$2" "cache-$$")"
 limit=$((256 << 20))
@@ -92,7 +92,26 @@ os.pwrite(fd, bytes(block), 4096)
 os.fsync(fd)
 os.close(fd)
 PY
-start_tierfs "$mnt" "$work/log3" "${flags[@]}" "${cache[@]}"
+# This time the cache comes from the config file.
+# shellcheck disable=SC1090
+source "$2"
+cat > "$work/tierfs.toml" <<EOF
+[backend]
+type = "rados"
+[backend.rados]
+conf = "$TIERFS_CEPH_CONF"
+keyring = "$TIERFS_CEPH_KEYRING"
+user = "$TIERFS_CEPH_USER"
+pool = "$TIERFS_CEPH_POOL"
+namespace = "cache-$$"
+[cache]
+memory_size = "0"
+eviction = "training"
+[[cache.device]]
+path = "$work/cache0"
+size = "256M"
+EOF
+start_tierfs "$mnt" "$work/log3" "$work/tierfs.toml"
 read_all "read after a flipped byte"
 fourth=$(stats)
 (($(field "$fourth" device_corruptions) >= 1)) || fail "the flipped byte went unnoticed: $fourth"
@@ -100,4 +119,17 @@ fourth=$(stats)
 echo "after the flipped byte: $fourth"
 check_size "at the end"
 stop_tierfs "$mnt" "$work/log3"
+
+# A wrong [cache] key is named, and nothing is mounted.
+sed 's/^eviction = .*/eviction = "lfu"/' "$work/tierfs.toml" > "$work/bad.toml"
+if "$TIERFS" mount -f "$work/bad.toml" "$mnt" 2> "$work/err"; then
+  fail "a mount with eviction = lfu started"
+fi
+grep -q 'eviction must be "fifo", "lru" or "training", not "lfu"' "$work/err" ||
+  fail "unclear error for a bad eviction policy: $(cat "$work/err")"
+sed 's|^path = .*|path = "relative"|' "$work/tierfs.toml" > "$work/bad.toml"
+if "$TIERFS" mount -f "$work/bad.toml" "$mnt" 2> "$work/err"; then
+  fail "a mount with a relative cache device path started"
+fi
+grep -q "absolute path" "$work/err" || fail "unclear error for a relative device: $(cat "$work/err")"
 echo "cache mount: OK"

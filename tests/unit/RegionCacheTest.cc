@@ -150,6 +150,31 @@ TEST(RegionCache, AFailedReadIsAMiss) {
   EXPECT_EQ(c->stats().corruptions, 1u);
 }
 
+TEST(RegionCache, ADeviceThatKeepsFailingIsTakenOutOfService) {
+  Cache c(4, RegionCacheOptions{.deviceErrorLimit = 3});
+  for (std::uint64_t i = 0; i < 5; ++i) ASSERT_TRUE(c->insert(keyOf(i), bytesFor(keyOf(i), 5000)));
+  ASSERT_TRUE(c->flush().isOk());
+  c.device().failReads(3);
+  for (std::uint64_t i = 0; i < 3; ++i) EXPECT_FALSE(c->lookup(keyOf(i)));
+  EXPECT_EQ(c->stats().failedDevices, 1u);
+  // Reads no longer reach it (its failures are over, yet the entry is a miss) and nothing is
+  // written to it.
+  EXPECT_FALSE(c->lookup(keyOf(4)));
+  EXPECT_FALSE(c->insert(keyOf(9), bytesFor(keyOf(9), 5000)));
+}
+
+TEST(RegionCache, FailuresWithSuccessesBetweenThemKeepADeviceInService) {
+  Cache c(4, RegionCacheOptions{.deviceErrorLimit = 3});
+  for (std::uint64_t i = 0; i < 5; ++i) ASSERT_TRUE(c->insert(keyOf(i), bytesFor(keyOf(i), 5000)));
+  ASSERT_TRUE(c->flush().isOk());
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    c.device().failReads(1);
+    EXPECT_FALSE(c->lookup(keyOf(i)));
+    EXPECT_TRUE(c->lookup(keyOf(4)));
+  }
+  EXPECT_EQ(c->stats().failedDevices, 0u);
+}
+
 TEST(RegionCache, AFailedRegionWriteLosesOnlyThatRegionsEntries) {
   Cache c(4);
   ASSERT_TRUE(c->insert(keyOf(1), bytesFor(keyOf(1), 5000)));

@@ -1,0 +1,196 @@
+// The chunk cache with a cache device (a real file through io_uring, a real RocksDB index) over a
+// counting store: reads go through the device, writes go through to it, concurrent misses make
+// one back-end read, and the admission and compression settings do what they say.
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <thread>
+
+#include "backends/DirStore.h"
+#include "backends/SyncStore.h"
+#include "cache/ChunkCache.h"
+#include "cache/ChunkCodec.h"
+#include "cache/DeviceTier.h"
+#include "tests/support/CountingStore.h"
+#include "tests/support/TempDir.h"
+
+namespace tierfs::testing {
+namespace {
+
+using cache::Admission;
+using cache::ChunkKey;
+using cache::DeviceTier;
+using cache::DeviceTierOptions;
+
+std::string randomBytes(std::size_t n, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::string s(n, '\0');
+  for (char& c : s) c = static_cast<char>(rng());
+  return s;
+}
+
+class DeviceTierTest : public ::testing::Test {
+ protected:
+  void SetUp() override { openAll(); }
+
+  void openAll() {
+    chunks_.reset();
+    tier_.reset();
+    if (!dirStore_) {
+      auto store = backends::DirStore::open({.root = dir_.path() / "store", .durable = false});
+      ASSERT_TRUE(store) << store.error().toString();
+      dirStore_ = std::move(*store);
+      store_ = std::make_unique<CountingStore>(*dirStore_);
+    }
+    DeviceTierOptions o = options_;
+    o.devices = {{(dir_.path() / "cache0").string(), 64 << 20}};
+    o.regions.regionSize = 1 << 20;
+    o.owner = owner_;
+    auto tier = DeviceTier::open(o);
+    ASSERT_TRUE(tier) << tier.error().toString();
+    tier_ = std::move(*tier);
+    // No memory tier: every read that is not in flight reaches the device.
+    chunks_ = cache::makeMemoryChunkCache(
+        *store_, {.capacityBytes = 0, .device = tier_.get(), .deviceThreads = 4});
+  }
+
+  Result<Bytes> read(const ChunkKey& key) {
+    return backends::waitFor<Bytes>([&](auto cb) { chunks_->read(key, cb); });
+  }
+  Status write(const ChunkKey& key, const std::string& raw) {
+    return statusOf(
+        backends::waitFor<std::uint64_t>([&](auto cb) { chunks_->write(key, Bytes(raw), cb); }));
+  }
+  // A chunk object put in the store behind the cache's back, as another node would.
+  void putChunk(const ChunkKey& key, const std::string& raw) {
+    auto frame = cache::encodeChunk(raw);
+    ASSERT_TRUE(frame);
+    ASSERT_TRUE(backends::waitFor<std::uint64_t>([&](auto cb) {
+      dirStore_->createExclusive(key.objectName(), Bytes(std::move(*frame)), cb);
+    }));
+  }
+
+  TempDir dir_;
+  DeviceTierOptions options_;
+  std::string owner_ = "volume-a";
+  std::unique_ptr<backends::ObjectStore> dirStore_;
+  std::unique_ptr<CountingStore> store_;
+  std::unique_ptr<DeviceTier> tier_;
+  std::unique_ptr<cache::ChunkCache> chunks_;
+};
+
+TEST_F(DeviceTierTest, TheSecondReadComesFromTheDevice) {
+  const ChunkKey key{7, 1, 0};
+  const std::string raw = randomBytes(300'000, 1);
+  putChunk(key, raw);
+  ASSERT_EQ(read(key)->view(), raw);
+  ASSERT_EQ(read(key)->view(), raw);
+  auto s = chunks_->stats();
+  EXPECT_EQ(store_->counts().reads, 1u);
+  EXPECT_EQ(s.backendReads, 1u);
+  EXPECT_EQ(s.deviceHits, 1u);
+}
+
+TEST_F(DeviceTierTest, ConcurrentMissesOfOneChunkMakeOneBackEndRead) {
+  const ChunkKey key{8, 1, 0};
+  const std::string raw = randomBytes(2 << 20, 2);
+  putChunk(key, raw);
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 32; ++t) {
+    threads.emplace_back([&] {
+      auto got = read(key);
+      if (!got || got->view() != raw) ++wrong;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(store_->counts().reads, 1u);
+}
+
+TEST_F(DeviceTierTest, WrittenChunksAreReadBackFromTheDevice) {
+  const ChunkKey key{9, 3, 1};
+  const std::string raw = randomBytes(500'000, 3);
+  ASSERT_TRUE(write(key, raw).isOk());
+  ASSERT_EQ(read(key)->view(), raw);
+  EXPECT_EQ(store_->counts().reads, 0u);
+  EXPECT_EQ(chunks_->stats().deviceHits, 1u);
+}
+
+TEST_F(DeviceTierTest, ARestartKeepsTheCacheAndAnotherVolumeEmptiesIt) {
+  const ChunkKey key{10, 1, 0};
+  const std::string raw = randomBytes(100'000, 4);
+  putChunk(key, raw);
+  ASSERT_TRUE(read(key));
+  openAll();  // a clean restart
+  ASSERT_EQ(read(key)->view(), raw);
+  EXPECT_EQ(store_->counts().reads, 1u);
+  owner_ = "volume-b";
+  openAll();
+  EXPECT_FALSE(tier_->contains(key));
+}
+
+TEST_F(DeviceTierTest, SecondMissAdmissionKeepsOneOffReadsAndWritesOut) {
+  options_.admission = Admission::kSecondMiss;
+  openAll();
+  const ChunkKey once{11, 1, 0}, twice{12, 1, 0}, written{13, 1, 0};
+  putChunk(once, randomBytes(100'000, 5));
+  putChunk(twice, randomBytes(100'000, 6));
+  ASSERT_TRUE(read(once));
+  ASSERT_TRUE(read(twice));
+  ASSERT_TRUE(read(twice));  // its second miss: admitted
+  ASSERT_TRUE(write(written, randomBytes(100'000, 7)).isOk());
+  EXPECT_FALSE(tier_->contains(once));
+  EXPECT_TRUE(tier_->contains(twice));
+  EXPECT_FALSE(tier_->contains(written));
+  EXPECT_EQ(chunks_->stats().deviceNotAdmitted, 3u);  // once, twice's first miss, written
+}
+
+TEST_F(DeviceTierTest, CompressedChunksTakeLessRoomUnlessKeptDecompressed) {
+  const std::string text(512 << 10, 'a');  // compresses to almost nothing
+  putChunk({14, 1, 0}, text);
+  ASSERT_EQ(read({14, 1, 0})->view(), text);
+  EXPECT_EQ(chunks_->stats().deviceRawBytes, text.size());
+  EXPECT_LT(chunks_->stats().deviceFramedBytes * 10, text.size());
+
+  options_.storeCompressed = false;
+  owner_ = "volume-raw";  // a fresh cache
+  openAll();
+  ASSERT_EQ(read({14, 1, 0})->view(), text);
+  EXPECT_EQ(chunks_->stats().deviceRawBytes, text.size());
+  EXPECT_GT(chunks_->stats().deviceFramedBytes, text.size());  // a raw frame: header and all
+  ASSERT_EQ(read({14, 1, 0})->view(), text);  // from the device, decoded from a raw frame
+  EXPECT_EQ(chunks_->stats().deviceHits, 1u);
+}
+
+TEST_F(DeviceTierTest, TheDevicesAndIndexStayWithinTheConfiguredSize) {
+  for (std::uint32_t i = 0; i < 150; ++i) {
+    const ChunkKey key{20, 1, i};
+    putChunk(key, randomBytes(700'000, 100 + i));  // 100 MiB through a 64 MiB cache
+    ASSERT_TRUE(read(key));
+    ASSERT_LE(tier_->occupiedBytes(), 64u << 20) << "after " << i;
+  }
+  EXPECT_GT(chunks_->stats().deviceEvictedRegions, 0u);
+}
+
+TEST(DeviceTierOptions, AFirstDeviceTooSmallForARegionBesideItsIndexIsRefused) {
+  TempDir dir;
+  DeviceTierOptions o;
+  o.devices = {{(dir.path() / "cache0").string(), 20 << 20}};  // the index takes 16 MiB
+  o.regions.regionSize = 16 << 20;
+  auto tier = DeviceTier::open(o);
+  ASSERT_FALSE(tier);
+  EXPECT_NE(tier.error().message().find("holds no region"), std::string::npos);
+}
+
+TEST(DeviceTierOptions, ABlockDeviceNeedsAnIndexDirectory) {
+  DeviceTierOptions o;
+  o.devices = {{"/dev/nvme9n1", 1ull << 30}};
+  auto tier = DeviceTier::open(o);
+  ASSERT_FALSE(tier);
+  EXPECT_NE(tier.error().message().find("index_dir"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tierfs::testing
