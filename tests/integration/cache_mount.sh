@@ -93,17 +93,8 @@ os.fsync(fd)
 os.close(fd)
 PY
 # This time the cache comes from the config file.
-# shellcheck disable=SC1090
-source "$2"
-cat > "$work/tierfs.toml" <<EOF
-[backend]
-type = "rados"
-[backend.rados]
-conf = "$TIERFS_CEPH_CONF"
-keyring = "$TIERFS_CEPH_KEYRING"
-user = "$TIERFS_CEPH_USER"
-pool = "$TIERFS_CEPH_POOL"
-namespace = "cache-$$"
+rados_config "$2" "cache-$$" > "$work/tierfs.toml"
+cat >> "$work/tierfs.toml" <<EOF
 [cache]
 memory_size = "0"
 eviction = "training"

@@ -10,6 +10,22 @@ rados_flags() {
     --user "$TIERFS_CEPH_USER" --pool "$TIERFS_CEPH_POOL" --namespace "$2"
 }
 
+# rados_config ENV_FILE NAMESPACE: the same back end as a config file's [backend] section.
+rados_config() {
+  # shellcheck disable=SC1090
+  source "$1"
+  cat << EOF
+[backend]
+type = "rados"
+[backend.rados]
+conf = "$TIERFS_CEPH_CONF"
+keyring = "$TIERFS_CEPH_KEYRING"
+user = "$TIERFS_CEPH_USER"
+pool = "$TIERFS_CEPH_POOL"
+namespace = "$2"
+EOF
+}
+
 # start_tierfs MOUNTPOINT LOG ARGS...: mounts in the foreground, in the background of this
 # shell; sets TIERFS_PID. Fails (printing the log) if the mount is not up within 20 s.
 start_tierfs() {
