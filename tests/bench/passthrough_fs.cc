@@ -5,12 +5,17 @@
 // buffers rather than splices, a multi-threaded loop of up to 16 threads), so that the
 // difference between the two is tierfs's own work.
 //
-// Usage: passthrough_fs SRC MOUNTPOINT [--read-ahead-kb N] [--threads N] [-d] [-o OPTIONS]
+// Usage: passthrough_fs SRC MOUNTPOINT [--read-ahead-kb N] [--threads N] [--no-open] [-d]
+//                       [-o OPTIONS]
 // Stays in the foreground; ends on `fusermount3 -u MOUNTPOINT`, SIGINT, SIGTERM or SIGHUP.
 //
 // Each inode looked up keeps an O_PATH descriptor (as libfuse's passthrough_ll): 10,000 files
 // take 10,000 descriptors, so the soft RLIMIT_NOFILE is raised to the hard one at start.
-#define FUSE_USE_VERSION 34
+//
+// FUSE_USE_VERSION 312 as tierfs: below 3.12, fuse_session_loop_mt() is the 3.2 variant, which
+// reads a fuse_loop_cfg_create() config as the older struct (clone_fd on, max_idle_threads 0)
+// and then starts and ends a thread for every request.
+#define FUSE_USE_VERSION 312
 #include <dirent.h>
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
@@ -147,7 +152,11 @@ void opGetattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
   fuse_reply_attr(req, &st, kTimeout);
 }
 
+bool noOpen = false;  // --no-open: as a tierfs --read-only mount
+
 void opOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  // ENOSYS makes the kernel stop sending OPEN and RELEASE (no_open): reads then carry no handle.
+  if (noOpen) return (void)fuse_reply_err(req, ENOSYS);
   if ((fi->flags & O_ACCMODE) != O_RDONLY) return (void)fuse_reply_err(req, EROFS);
   int fd = ::open(procPath(inodeOf(req, ino).fd).c_str(), fi->flags & ~(O_NOFOLLOW | O_CREAT));
   if (fd < 0) return (void)fuse_reply_err(req, errno);
@@ -157,23 +166,32 @@ void opOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   if (fuse_reply_open(req, fi) != 0) close(fd);
 }
 
-void opRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) {
+void opRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
   thread_local std::vector<char> buf;
   if (buf.size() < size) buf.resize(size);
+  // Without OPEN (--no-open) there is no handle: the file is opened for this read alone.
+  int fd = fi != nullptr && fi->fh != 0 ? static_cast<int>(fi->fh) : -1;
+  const bool own = fd < 0;
+  if (own) fd = ::open(procPath(inodeOf(req, ino).fd).c_str(), O_RDONLY);
+  if (fd < 0) return (void)fuse_reply_err(req, errno);
   size_t done = 0;
+  int err = 0;
   while (done < size) {
-    ssize_t n = pread(static_cast<int>(fi->fh), buf.data() + done, size - done,
-                      off + static_cast<off_t>(done));
+    ssize_t n = pread(fd, buf.data() + done, size - done, off + static_cast<off_t>(done));
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return (void)fuse_reply_err(req, errno);
+    if (n < 0) {
+      err = errno;
+      break;
+    }
     if (n == 0) break;
     done += static_cast<size_t>(n);
   }
-  fuse_reply_buf(req, buf.data(), done);
+  if (own) close(fd);
+  err != 0 ? (void)fuse_reply_err(req, err) : (void)fuse_reply_buf(req, buf.data(), done);
 }
 
 void opRelease(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
-  close(static_cast<int>(fi->fh));
+  if (fi->fh != 0) close(static_cast<int>(fi->fh));
   fuse_reply_err(req, 0);
 }
 
@@ -288,8 +306,8 @@ void raiseReadAhead(std::string mountpoint, unsigned kb) {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: passthrough_fs SRC MOUNTPOINT [--read-ahead-kb N] [--threads N] [-d] "
-               "[-o OPTIONS]\n");
+               "usage: passthrough_fs SRC MOUNTPOINT [--read-ahead-kb N] [--threads N] [--no-open] "
+               "[-d] [-o OPTIONS]\n");
   return 2;
 }
 
@@ -308,6 +326,8 @@ int main(int argc, char** argv) {
       readAheadKb = static_cast<unsigned>(std::strtoul(argv[++i], nullptr, 10));
     } else if (a == "--threads" && i + 1 < argc) {
       threads = static_cast<unsigned>(std::strtoul(argv[++i], nullptr, 10));
+    } else if (a == "--no-open") {
+      noOpen = true;
     } else if (a == "-o" && i + 1 < argc) {
       options += std::string(",") + argv[++i];
     } else if (a == "-d") {
