@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "backends/ObjectStore.h"
+#include "backends/SyncStore.h"
 #include "cache/ChunkCodec.h"
 #include "cache/ChunkKey.h"
 #include "common/Bytes.h"
@@ -43,6 +44,12 @@ class ChunkCache {
 
   // The raw (decoded) bytes of a chunk.
   virtual void read(const ChunkKey& key, Callback<Bytes> done) = 0;
+  // The same for a caller that waits for the answer anyway (a reader's own request): the cache
+  // may do the work on the caller's thread instead of handing it to its own. Never call from a
+  // cache or store callback.
+  virtual Result<Bytes> readWaiting(const ChunkKey& key) {
+    return backends::waitFor<Bytes>([&](auto cb) { read(key, cb); });
+  }
   // Encodes `raw` (compressing where it pays) and creates the chunk object; yields the stored
   // size. Done only when the back end has the chunk durably.
   virtual void write(const ChunkKey& key, Bytes raw, Callback<std::uint64_t> done) = 0;

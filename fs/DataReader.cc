@@ -46,7 +46,7 @@ Result<Bytes> DataReader::read(Ino ino, const std::vector<Extent>& extents, std:
 
 Result<Bytes> DataReader::readPiece(Ino ino, const PieceRange& p) const {
   cache::ChunkKey key{ino, p.id.version, p.id.piece};
-  auto chunk = backends::waitFor<Bytes>([&](auto cb) { cache_.read(key, cb); });
+  auto chunk = cache_.readWaiting(key);
   if (!chunk) return failure(chunk.error().withContext("reading " + key.objectName()));
   TIERFS_RETURN_IF_ERROR(checkLength(key, *chunk, p));
   return chunk->slice(p.pieceOffset, p.length);
