@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <rocksdb/db.h>
+#include <rocksdb/snapshot.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -105,9 +106,12 @@ std::filesystem::path DirStore::dataPath(const std::string& oid, std::uint64_t d
          fmt::format("{:016x}{:016x}.{:x}", h.high64, h.low64, dataId);
 }
 
-Result<dirkeys::ObjectRecord> DirStore::loadRecord(const std::string& oid) {
+Result<dirkeys::ObjectRecord> DirStore::loadRecord(const std::string& oid,
+                                                   const rocksdb::Snapshot* snapshot) {
+  rocksdb::ReadOptions options;
+  options.snapshot = snapshot;
   std::string value;
-  auto s = db_->Get(rocksdb::ReadOptions(), dirkeys::recordKey(oid), &value);
+  auto s = db_->Get(options, dirkeys::recordKey(oid), &value);
   if (s.IsNotFound()) return failure(Status::notFound("no such object"));
   TIERFS_RETURN_IF_ERROR(fromRocks(s, "reading object record"));
   return ObjectRecord::decode(value);
@@ -177,14 +181,19 @@ void DirStore::omapGetImpl(const std::string& oid, std::vector<std::string> keys
 }
 
 Result<OmapPage> DirStore::omapListSync(const std::string& oid, const OmapListArgs& args) {
-  TIERFS_RETURN_IF_ERROR(statusOf(loadRecord(oid)));
+  // One snapshot for the record and the keys: the page is the omap as of the version it names.
+  rocksdb::ManagedSnapshot snapshot(db_.get());
+  rocksdb::ReadOptions options;
+  options.snapshot = snapshot.snapshot();
+  TIERFS_ASSIGN_OR_RETURN(auto rec, loadRecord(oid, options.snapshot));
   const std::string base = dirkeys::ownedPrefix('m', oid);
   const std::string wanted = base + args.prefix;
   const std::string after = base + args.startAfter;
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(options));
   it->Seek(std::max(wanted, after));
   if (it->Valid() && it->key() == rocksdb::Slice(after)) it->Next();
   OmapPage page;
+  page.version = rec.version;
   for (; it->Valid() && it->key().starts_with(wanted); it->Next()) {
     if (page.entries.size() == args.maxEntries) {
       page.more = true;

@@ -12,7 +12,8 @@
 
 namespace rocksdb {
 class DB;
-}
+class Snapshot;
+}  // namespace rocksdb
 
 namespace tierfs::backends {
 namespace dirkeys {
@@ -67,7 +68,9 @@ class DirStore final : public ObjectStore {
   void submit(Callback<T> done, Deadline deadline, Work work);
 
   Result<std::string> readSync(const std::string& oid, std::uint64_t offset, std::uint64_t length);
-  Result<dirkeys::ObjectRecord> loadRecord(const std::string& oid);
+  // The object's record, as of `snapshot` when one is given.
+  Result<dirkeys::ObjectRecord> loadRecord(const std::string& oid,
+                                           const rocksdb::Snapshot* snapshot = nullptr);
   Result<std::map<std::string, std::string>> omapGetSync(const std::string& oid,
                                                          const std::vector<std::string>& keys);
   Result<OmapPage> omapListSync(const std::string& oid, const OmapListArgs& args);

@@ -35,7 +35,8 @@ struct OmapListArgs {
 
 struct OmapPage {
   std::vector<std::pair<std::string, std::string>> entries;  // sorted by key
-  bool more = false;  // more keys may follow: ask again with startAfter = last key
+  bool more = false;          // more keys may follow: ask again with startAfter = last key
+  std::uint64_t version = 0;  // the object's version (ObjectStat) that the page was read at
 };
 
 struct ObjectPage {

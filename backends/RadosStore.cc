@@ -259,9 +259,10 @@ void RadosStore::omapListImpl(const std::string& oid, OmapListArgs args, Callbac
                       nullptr);
     return io.aio_operate(oid, c, &op, nullptr);
   };
-  request->finish = [out, done = std::move(done)](int rc, std::uint64_t) {
+  request->finish = [out, done = std::move(done)](int rc, std::uint64_t version) {
     if (rc < 0) return done(failure(radosError(rc, "rados omap list")));
     OmapPage page;
+    page.version = version;  // a read's completion carries the version of the object it read
     page.entries.reserve(out->vals.size());
     for (auto& [k, v] : out->vals) page.entries.emplace_back(k, toString(v));
     page.more = out->more;

@@ -38,7 +38,11 @@ std::uint64_t indexReserve(std::uint64_t firstDeviceSize) {
   return std::clamp<std::uint64_t>(firstDeviceSize / 64, 16 << 20, std::uint64_t{4} << 30);
 }
 
-std::uint64_t maxEntriesFor(std::uint64_t reserve) { return reserve / kIndexBytesPerEntry; }
+std::uint64_t maxEntriesFor(std::uint64_t reserve) {
+  return (reserve - reserve / 4) / kIndexBytesPerEntry;
+}
+
+std::uint64_t listingBudgetFor(std::uint64_t reserve) { return reserve / 8; }
 
 Result<std::unique_ptr<DeviceTier>> DeviceTier::open(DeviceTierOptions options) {
   if (options.devices.empty()) return failure(Status::invalidArgument("[cache] names no device"));
@@ -75,6 +79,8 @@ Result<std::unique_ptr<DeviceTier>> DeviceTier::open(DeviceTierOptions options) 
   if (wiped)
     spdlog::warn("cache: {} held another volume's or layout's chunks: emptied", options.indexDir);
   TIERFS_ASSIGN_OR_RETURN(tier->regions_, RegionCache::open(raw, *tier->db_, options.regions));
+  TIERFS_ASSIGN_OR_RETURN(tier->listings_,
+                          ListingCache::open(*tier->db_, listingBudgetFor(reserve)));
   tier->options_ = std::move(options);
   auto s = tier->regions_->stats();
   spdlog::info("cache: {} entries in {} sealed regions on {} device(s), {} MiB of {} MiB used",
@@ -84,6 +90,7 @@ Result<std::unique_ptr<DeviceTier>> DeviceTier::open(DeviceTierOptions options) 
 }
 
 DeviceTier::~DeviceTier() {
+  listings_.reset();
   regions_.reset();  // seals what is buffered, before the index and devices go
   db_.reset();
 }

@@ -11,6 +11,7 @@
 
 #include "cache/ChunkKey.h"
 #include "cache/Device.h"
+#include "cache/ListingCache.h"
 #include "cache/RegionCache.h"
 #include "common/Bytes.h"
 #include "common/Result.h"
@@ -46,10 +47,14 @@ struct DeviceTierOptions {
 };
 
 // The index's share of the first device's size: its RocksDB files stay under it (the entry
-// limit below is derived from it), so devices and index together never exceed the config.
+// limit and the listing budget below are derived from it), so devices and index together never
+// exceed the config.
 std::uint64_t indexReserve(std::uint64_t firstDeviceSize);
-// Entries the index may record within `reserve` bytes of disk.
+// Entries the index may record within `reserve` bytes of disk (three quarters of it).
 std::uint64_t maxEntriesFor(std::uint64_t reserve);
+// Bytes of directory listings the index may keep: an eighth of `reserve`, since RocksDB may
+// take up to twice their size on disk (the last quarter).
+std::uint64_t listingBudgetFor(std::uint64_t reserve);
 
 class DeviceTier {
  public:
@@ -64,6 +69,9 @@ class DeviceTier {
   // `written`: the chunk was just written through this node, not read from the back end.
   void insert(const ChunkKey& key, const Bytes& frame, const Bytes& raw, bool written);
   void erase(const ChunkKey& key) { regions_->erase(key); }
+
+  // Directory listings, in the same RocksDB as the index.
+  ListingCache& listings() { return *listings_; }
 
   RegionCacheStats stats() const { return regions_->stats(); }
   // Bytes the devices' files and the index occupy on disk now.
@@ -82,6 +90,7 @@ class DeviceTier {
   std::vector<std::unique_ptr<Device>> devices_;
   std::unique_ptr<IndexDb> db_;
   std::unique_ptr<RegionCache> regions_;
+  std::unique_ptr<ListingCache> listings_;
   bool admit(const ChunkKey& key, bool written);
 
   mutable std::mutex mu_;

@@ -28,8 +28,13 @@ constexpr std::size_t kMinEntryBytes = 5 + 8;
 //   "m/identity"          -> what the cached bytes belong to (see IndexDb::open)
 //   "r/" + be32(region)   -> encodeRegionRecord(record)
 //   "a/" + be32(region)   -> the region's last access time, a zigzag varint
+//   "d/" + be64(dir)      -> a directory listing's header: varints version, bytes, count
+//   "e/" + be64(dir) + name -> that listing's entry: the encoded dentry
 // Big-endian region numbers make RocksDB's order the region order.
 constexpr std::string_view kIdentityKey = "m/identity";
+constexpr std::string_view kListingPrefix = "d/";
+constexpr std::string_view kListingEntryPrefix = "e/";
+constexpr std::string_view kListingEnd = "d0";
 constexpr std::string_view kRecordPrefix = "r/";
 constexpr std::string_view kAccessPrefix = "a/";
 // The first key after every key of each prefix ('/' + 1 == '0').
@@ -48,6 +53,37 @@ std::optional<std::uint32_t> regionOfKey(const rocksdb::Slice& key) {
   std::uint32_t region = 0;
   for (std::size_t i = 2; i < 6; ++i) region = (region << 8) | static_cast<std::uint8_t>(key[i]);
   return region;
+}
+
+std::string dirKey(std::string_view prefix, std::uint64_t dir) {
+  std::string key(prefix);
+  appendBigEndian64(key, dir);
+  return key;
+}
+
+// The first key after every entry of `dir`'s listing ("e/" + be64(dir + 1), or "e0" past the
+// last directory number).
+std::string listingEntriesEnd(std::uint64_t dir) {
+  if (dir == std::numeric_limits<std::uint64_t>::max()) return "e0";
+  return dirKey(kListingEntryPrefix, dir + 1);
+}
+
+std::string encodeListingHeader(const ListingHeader& h) {
+  Encoder e;
+  e.putVarint(h.version);
+  e.putVarint(h.bytes);
+  e.putVarint(h.count);
+  return e.take();
+}
+
+Result<ListingHeader> decodeListingHeader(std::uint64_t dir, std::string_view bytes) {
+  Decoder d(bytes, fmt::format("cached listing of directory {}", dir));
+  ListingHeader h{.dir = dir};
+  TIERFS_ASSIGN_OR_RETURN(h.version, d.varint("version"));
+  TIERFS_ASSIGN_OR_RETURN(h.bytes, d.varint("bytes"));
+  TIERFS_ASSIGN_OR_RETURN(h.count, d.varint("count"));
+  TIERFS_RETURN_IF_ERROR(d.expectEnd());
+  return h;
 }
 
 std::string hexOf(const rocksdb::Slice& s) {
@@ -183,6 +219,89 @@ class RocksIndexDb final : public IndexDb {
       TIERFS_RETURN_IF_ERROR(fn(record, accessTime));
     }
     return fromRocks(records->status(), "reading region records");
+  }
+
+  Status putListing(const ListingHeader& header,
+                    const std::vector<std::pair<std::string, std::string>>& entries) override {
+    rocksdb::WriteBatch batch;
+    const std::string what = fmt::format("batching the listing of directory {}", header.dir);
+    TIERFS_RETURN_IF_ERROR(fromRocks(
+        batch.DeleteRange(dirKey(kListingEntryPrefix, header.dir), listingEntriesEnd(header.dir)),
+        what));
+    TIERFS_RETURN_IF_ERROR(fromRocks(
+        batch.Put(dirKey(kListingPrefix, header.dir), encodeListingHeader(header)), what));
+    const std::string base = dirKey(kListingEntryPrefix, header.dir);
+    for (const auto& [name, value] : entries) {
+      TIERFS_RETURN_IF_ERROR(fromRocks(batch.Put(base + name, value), what));
+    }
+    return write(batch, /*sync=*/false,
+                 fmt::format("writing the listing of directory {}", header.dir));
+  }
+
+  Status dropListing(std::uint64_t dir) override {
+    rocksdb::WriteBatch batch;
+    const std::string what = fmt::format("batching the drop of directory {}'s listing", dir);
+    TIERFS_RETURN_IF_ERROR(fromRocks(batch.Delete(dirKey(kListingPrefix, dir)), what));
+    TIERFS_RETURN_IF_ERROR(fromRocks(
+        batch.DeleteRange(dirKey(kListingEntryPrefix, dir), listingEntriesEnd(dir)), what));
+    return write(batch, /*sync=*/false, fmt::format("dropping the listing of directory {}", dir));
+  }
+
+  Result<std::optional<ListingPage>> readListing(std::uint64_t dir, std::uint64_t version,
+                                                 const std::string& startAfter,
+                                                 std::uint32_t max) const override {
+    rocksdb::ManagedSnapshot managed(db_.get());
+    rocksdb::ReadOptions options;
+    options.snapshot = managed.snapshot();
+    std::string value;
+    auto s = db_->Get(options, dirKey(kListingPrefix, dir), &value);
+    if (s.IsNotFound()) return std::optional<ListingPage>();
+    TIERFS_RETURN_IF_ERROR(fromRocks(s, fmt::format("reading the listing of directory {}", dir)));
+    TIERFS_ASSIGN_OR_RETURN(ListingHeader header, decodeListingHeader(dir, value));
+    if (header.version != version) return std::optional<ListingPage>();
+
+    const std::string base = dirKey(kListingEntryPrefix, dir);
+    const std::string end = listingEntriesEnd(dir);
+    const rocksdb::Slice upper(end);
+    options.iterate_upper_bound = &upper;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(options));
+    const std::string after = base + startAfter;
+    it->Seek(after);
+    if (it->Valid() && !startAfter.empty() && it->key() == rocksdb::Slice(after)) it->Next();
+    ListingPage page;
+    for (; it->Valid(); it->Next()) {
+      if (page.entries.size() == max) {
+        page.more = true;
+        break;
+      }
+      page.entries.emplace_back(it->key().ToString().substr(base.size()), it->value().ToString());
+    }
+    TIERFS_RETURN_IF_ERROR(
+        fromRocks(it->status(), fmt::format("reading the listing of directory {}", dir)));
+    return std::optional<ListingPage>(std::move(page));
+  }
+
+  Status forEachListing(const std::function<void(const ListingHeader&)>& fn) const override {
+    const rocksdb::Slice end(kListingEnd.data(), kListingEnd.size());
+    rocksdb::ReadOptions options;
+    options.iterate_upper_bound = &end;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(options));
+    for (it->Seek(rocksdb::Slice(kListingPrefix.data(), kListingPrefix.size())); it->Valid();
+         it->Next()) {
+      if (it->key().size() != kListingPrefix.size() + 8) {
+        return Status::corruption(
+            fmt::format("cache index in {}: malformed listing key {}", dir_, hexOf(it->key())));
+      }
+      std::uint64_t dir = 0;
+      for (std::size_t i = kListingPrefix.size(); i < it->key().size(); ++i) {
+        dir = (dir << 8) | static_cast<std::uint8_t>(it->key()[i]);
+      }
+      TIERFS_ASSIGN_OR_RETURN(
+          ListingHeader header,
+          decodeListingHeader(dir, std::string_view(it->value().data(), it->value().size())));
+      fn(header);
+    }
+    return fromRocks(it->status(), "reading listing headers");
   }
 
   Result<std::uint64_t> diskBytes() const override {

@@ -35,6 +35,20 @@ struct RegionRecord {
   friend bool operator==(const RegionRecord&, const RegionRecord&) = default;
 };
 
+// A page of a cached directory listing (see IndexDb::readListing).
+struct ListingPage {
+  std::vector<std::pair<std::string, std::string>> entries;  // name -> encoded dentry, by name
+  bool more = false;
+};
+
+// What a cached listing is, without its entries.
+struct ListingHeader {
+  std::uint64_t dir = 0;
+  std::uint64_t version = 0;  // of the directory's object when it was listed
+  std::uint64_t bytes = 0;    // of its names and values
+  std::uint64_t count = 0;
+};
+
 class IndexDb {
  public:
   // Opens (creating) the database in `dir`. `identity` names what the cached bytes belong to
@@ -60,6 +74,19 @@ class IndexDb {
   // that does not decode is Corruption naming the region, and stops the walk.
   virtual Status forEachRegion(
       const std::function<Status(const RegionRecord&, std::int64_t accessTime)>& fn) const = 0;
+
+  // Directory listings (cache/ListingCache.h): the entries of one directory as read at one
+  // version of its object. Written without a sync: a listing lost in a crash is read again.
+  // putListing replaces whatever was kept for `dir`, in one batch.
+  virtual Status putListing(const ListingHeader& header,
+                            const std::vector<std::pair<std::string, std::string>>& entries) = 0;
+  virtual Status dropListing(std::uint64_t dir) = 0;
+  // Up to `max` entries after `startAfter` ("" = from the first) of the listing of `dir`, read
+  // in one snapshot; nullopt unless the listing kept is of `version`.
+  virtual Result<std::optional<ListingPage>> readListing(std::uint64_t dir, std::uint64_t version,
+                                                         const std::string& startAfter,
+                                                         std::uint32_t max) const = 0;
+  virtual Status forEachListing(const std::function<void(const ListingHeader&)>& fn) const = 0;
 
   // Bytes the database takes on disk (its files), for the capacity limit.
   virtual Result<std::uint64_t> diskBytes() const = 0;

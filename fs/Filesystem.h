@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cache/ChunkCache.h"
+#include "cache/ListingCache.h"
 #include "common/TimerQueue.h"
 #include "fs/DataReader.h"
 #include "fs/DentryCache.h"
@@ -32,6 +33,8 @@ struct FsOptions {
   // directories with more entries than dentryListMax are never listed for it. 0 disables.
   std::size_t dentryCacheEntries = 256 * 1024;
   std::size_t dentryListMax = 8192;
+  // Directories with up to this many entries are kept in the listing cache, when there is one.
+  std::size_t listingCacheMax = 65536;
   bool readOnly = false;
   ReadAheadOptions readAhead;  // its chunkSize is ignored: the volume's is used
 };
@@ -70,6 +73,13 @@ struct DirCursor {
   std::vector<std::pair<std::string, Dentry>> page;
   std::uint64_t pageStart = 0;  // index of page[0] among the directory's entries
   bool more = true;
+  // With a listing cache: the directory's version when the listing began, whether the pages
+  // come from the cache, and the entries read from the store so far, to keep in the cache if
+  // the whole listing is read at that version.
+  std::uint64_t version = 0;
+  bool cached = false;
+  bool collecting = false;
+  std::vector<std::pair<std::string, std::string>> collected;
 };
 
 struct DirEntry {
@@ -90,7 +100,9 @@ struct FsStat {
 // Thread-safe: calls may come from many threads at once. They block on the store.
 class Filesystem {
  public:
-  Filesystem(Volume& volume, cache::ChunkCache& cache, FsOptions options);
+  // `listings` (may be null) keeps directory listings across calls and restarts.
+  Filesystem(Volume& volume, cache::ChunkCache& cache, FsOptions options,
+             cache::ListingCache* listings = nullptr);
   ~Filesystem();
 
   // Entries: each success counts one kernel lookup of the returned inode.
@@ -153,6 +165,8 @@ class Filesystem {
   Result<std::shared_ptr<Node>> node(Ino ino) const;
   Result<Dentry> childDentry(Ino parent, std::string_view name);
   std::optional<DentryCache::Hit> listedDentry(Ino parent, const std::string& name);
+  Result<DirPage> listPage(DirCursor& cursor, const std::string& after);
+  Result<DirPage> storePage(DirCursor& cursor, const std::string& after);
   Status refreshIfStale(Node& node);
   Result<Commit> updateInode(Node& node, const Mutation& mutate);
   Result<Inode> addEntry(Ino parent, std::string_view name, Inode inode);
@@ -181,6 +195,7 @@ class Filesystem {
 
   Volume& volume_;
   cache::ChunkCache& cache_;
+  cache::ListingCache* const listings_;
   const FsOptions options_;
   DataReader reader_;
   ReadAhead readAhead_;  // after reader_, which it uses

@@ -17,17 +17,20 @@ constexpr std::string_view kStoredSizeXattr = "user.tierfs.stored_size";
 // Read-only and not listed, on the root: what the chunk cache has done and holds, as JSON.
 constexpr std::string_view kCacheStatsXattr = "user.tierfs.cache_stats";
 
-std::string toJson(const cache::ChunkCacheStats& s) {
+// The chunk cache's counters, then the listing cache's (zeros without one).
+std::string toJson(const cache::ChunkCacheStats& s, const cache::ListingCacheStats& l) {
   return fmt::format(
       "{{\"memory_hits\":{},\"device_hits\":{},\"backend_reads\":{},"
       "\"bytes_from_device\":{},\"bytes_from_backend\":{},\"device_entries\":{},"
       "\"device_used_bytes\":{},\"device_capacity_bytes\":{},\"device_occupied_bytes\":{},"
       "\"device_evicted_regions\":{},\"device_corruptions\":{},\"device_not_admitted\":{},"
-      "\"device_framed_bytes\":{},\"device_raw_bytes\":{},\"device_failed\":{}}}",
+      "\"device_framed_bytes\":{},\"device_raw_bytes\":{},\"device_failed\":{},"
+      "\"listing_hits\":{},\"listing_misses\":{},\"listings_kept\":{},\"listing_bytes\":{},"
+      "\"listings_evicted\":{}}}",
       s.memoryHits, s.deviceHits, s.backendReads, s.bytesFromDevice, s.bytesFromBackend,
       s.deviceEntries, s.deviceUsedBytes, s.deviceCapacityBytes, s.deviceOccupiedBytes,
       s.deviceEvictedRegions, s.deviceCorruptions, s.deviceNotAdmitted, s.deviceFramedBytes,
-      s.deviceRawBytes, s.deviceFailed);
+      s.deviceRawBytes, s.deviceFailed, l.hits, l.misses, l.listings, l.bytes, l.evicted);
 }
 
 }  // namespace
@@ -154,7 +157,9 @@ Result<Inode> Filesystem::setattr(Ino ino, const SetAttr& change) {
 }
 
 Result<std::string> Filesystem::getxattr(Ino ino, std::string_view name) {
-  if (name == kCacheStatsXattr && ino == kRootIno) return toJson(cache_.stats());
+  if (name == kCacheStatsXattr && ino == kRootIno) {
+    return toJson(cache_.stats(), listings_ ? listings_->stats() : cache::ListingCacheStats{});
+  }
   TIERFS_ASSIGN_OR_RETURN(auto n, node(ino));
   if (name == kStoredSizeXattr) {
     Inode inode = withLocalSize(*n);

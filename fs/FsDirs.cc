@@ -1,5 +1,6 @@
 // Filesystem: directory listings, streamed one page of dentries at a time, and statfs.
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <cerrno>
 
@@ -43,7 +44,7 @@ Status Filesystem::readdir(DirCursor& c, std::uint64_t offset,
       if (!c.more) return Status::ok();
       std::string after = c.page.empty() ? "" : c.page.back().first;
       c.pageStart += c.page.size();
-      TIERFS_ASSIGN_OR_RETURN(DirPage page, volume_.listDir(c.dir, after, options_.readdirPage));
+      TIERFS_ASSIGN_OR_RETURN(DirPage page, listPage(c, after));
       c.page = std::move(page.entries);
       c.more = page.more;
     }
@@ -53,6 +54,49 @@ Status Filesystem::readdir(DirCursor& c, std::uint64_t offset,
     }
     ++index;
   }
+}
+
+// The page of the cursor's directory after `after`: from the listing cache when it holds the
+// directory at the version its object had when this listing began (one stat instead of a page
+// read per readdirPage entries), else from the store.
+Result<DirPage> Filesystem::listPage(DirCursor& c, const std::string& after) {
+  if (listings_ == nullptr) return volume_.listDir(c.dir, after, options_.readdirPage);
+  if (after.empty()) {  // a listing begins (again, after a rewinddir): of which version?
+    c.collected.clear();
+    TIERFS_ASSIGN_OR_RETURN(c.version, volume_.dirVersion(c.dir));
+    c.cached = listings_->holds(c.dir, c.version);
+    c.collecting = !c.cached;
+  }
+  if (c.cached) {
+    if (auto kept = listings_->read(c.dir, c.version, after, options_.readdirPage)) {
+      auto entries = volume_.decodeEntries(c.dir, std::move(kept->entries));
+      if (entries) return DirPage{std::move(*entries), kept->more, c.version};
+      spdlog::warn("listing cache: {}: read from the store instead", entries.error().toString());
+      listings_->drop(c.dir);
+    }
+    c.cached = false;  // replaced, evicted or unreadable since: the store has it
+  }
+  return storePage(c, after);
+}
+
+// A page from the store. Its entries are collected while every page comes from the version the
+// listing began at; the last page completes the listing, which the cache then keeps.
+Result<DirPage> Filesystem::storePage(DirCursor& c, const std::string& after) {
+  TIERFS_ASSIGN_OR_RETURN(DirPage page, volume_.listDir(c.dir, after, options_.readdirPage));
+  if (!c.collecting) return page;
+  if (page.version != c.version ||
+      c.collected.size() + page.entries.size() > options_.listingCacheMax) {
+    c.collecting = false;  // changed meanwhile, or too large to keep
+    c.collected = {};
+    return page;
+  }
+  for (const auto& [name, dentry] : page.entries) c.collected.emplace_back(name, dentry.encoded);
+  if (!page.more) {
+    listings_->store(c.dir, c.version, c.collected);
+    c.collecting = false;
+    c.collected = {};
+  }
+  return page;
 }
 
 Inode Filesystem::entryAttributes(const Dentry& dentry) const {

@@ -60,8 +60,9 @@ std::optional<DentryCache::Hit> Filesystem::listedDentry(Ino parent, const std::
   const Clock::time_point fetchedAt = Clock::now();
   std::vector<std::pair<std::string, Dentry>> all;
   std::string after;
+  DirCursor cursor{.dir = parent};
   for (;;) {
-    auto page = volume_.listDir(parent, after, options_.readdirPage);
+    auto page = listPage(cursor, after);
     if (!page || all.size() + page->entries.size() > options_.dentryListMax) {
       dentries_.store(parent, std::nullopt, fetchedAt);
       return std::nullopt;

@@ -11,9 +11,11 @@
 
 namespace tierfs::fs {
 
-Filesystem::Filesystem(Volume& volume, cache::ChunkCache& cache, FsOptions options)
+Filesystem::Filesystem(Volume& volume, cache::ChunkCache& cache, FsOptions options,
+                       cache::ListingCache* listings)
     : volume_(volume),
       cache_(cache),
+      listings_(listings),
       options_(options),
       reader_(cache, volume.record().chunkSize),
       readAhead_(reader_, options.readAhead),

@@ -188,15 +188,29 @@ Result<std::optional<Dentry>> Volume::readDentry(const Location& where) {
 
 Result<DirPage> Volume::listDir(Ino dir, const std::string& startAfter, std::uint32_t max) {
   SyncStore store(store_);
-  const std::string object = dirObject(dir);
-  TIERFS_ASSIGN_OR_RETURN(backends::OmapPage page,
-                          store.omapList(object, {.startAfter = startAfter, .maxEntries = max}));
+  TIERFS_ASSIGN_OR_RETURN(
+      backends::OmapPage page,
+      store.omapList(dirObject(dir), {.startAfter = startAfter, .maxEntries = max}));
   DirPage out;
   out.more = page.more;
-  out.entries.reserve(page.entries.size());
-  for (auto& [name, value] : page.entries) {
+  out.version = page.version;
+  TIERFS_ASSIGN_OR_RETURN(out.entries, decodeEntries(dir, std::move(page.entries)));
+  return out;
+}
+
+Result<std::uint64_t> Volume::dirVersion(Ino dir) {
+  TIERFS_ASSIGN_OR_RETURN(backends::ObjectStat stat, SyncStore(store_).stat(dirObject(dir)));
+  return stat.version;
+}
+
+Result<std::vector<std::pair<std::string, Dentry>>> Volume::decodeEntries(
+    Ino dir, std::vector<std::pair<std::string, std::string>> entries) const {
+  const std::string object = dirObject(dir);
+  std::vector<std::pair<std::string, Dentry>> out;
+  out.reserve(entries.size());
+  for (auto& [name, value] : entries) {
     TIERFS_ASSIGN_OR_RETURN(Inode inode, decodeDentry(value, object, name));
-    out.entries.emplace_back(std::move(name), Dentry{std::move(inode), std::move(value)});
+    out.emplace_back(std::move(name), Dentry{std::move(inode), std::move(value)});
   }
   return out;
 }

@@ -36,6 +36,7 @@ struct DentryUpdate {
 struct DirPage {
   std::vector<std::pair<std::string, Dentry>> entries;  // sorted by name
   bool more = false;
+  std::uint64_t version = 0;  // of the directory object the page was read from
 };
 
 struct VolumeOptions {
@@ -67,6 +68,11 @@ class Volume {
   Result<std::optional<Dentry>> readDentry(const Location& where);
   // Up to `max` dentries of a directory after `startAfter`.
   Result<DirPage> listDir(Ino dir, const std::string& startAfter, std::uint32_t max);
+  // The version of the directory's object: it changes with every change to its entries.
+  Result<std::uint64_t> dirVersion(Ino dir);
+  // Dentries of `dir` as its omap holds them (name -> encoded inode), decoded and checked.
+  Result<std::vector<std::pair<std::string, Dentry>>> decodeEntries(
+      Ino dir, std::vector<std::pair<std::string, std::string>> entries) const;
   // Applies the updates to one directory atomically. Adding a dentry also requires that the
   // directory is not being removed (see sealEmptyDir); adding or removing one sets the
   // directory's mtime.

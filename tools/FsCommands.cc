@@ -170,6 +170,12 @@ Status serveMount(const DaemonConfig& cfg, bool autoMkfs, int reportFd, const Mo
       c.memoryHits, c.deviceHits, c.bytesFromDevice >> 20, c.backendReads, c.bytesFromBackend >> 20,
       c.deviceEntries, c.deviceUsedBytes >> 20, c.deviceCapacityBytes >> 20, c.deviceEvictedRegions,
       c.deviceCorruptions, c.deviceNotAdmitted);
+  if (stack->devices) {
+    const cache::ListingCacheStats l = stack->devices->listings().stats();
+    spdlog::info(
+        "cache: directory listings: {} served, {} read from the back end, {} kept ({} KiB)", l.hits,
+        l.misses, l.listings, l.bytes >> 10);
+  }
   return s;
 }
 

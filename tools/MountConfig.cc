@@ -179,7 +179,9 @@ Result<std::unique_ptr<FsStack>> openFilesystem(const DaemonConfig& cfg, bool au
   // A file's unflushed bytes must hold at least two chunks, or a writer could wait forever.
   fsOptions.dirtyLimitPerFile =
       std::max<std::uint64_t>(fsOptions.dirtyLimitPerFile, 2 * std::uint64_t{record.chunkSize});
-  stack->filesystem = std::make_unique<fs::Filesystem>(*stack->volume, *stack->chunks, fsOptions);
+  stack->filesystem =
+      std::make_unique<fs::Filesystem>(*stack->volume, *stack->chunks, fsOptions,
+                                       stack->devices ? &stack->devices->listings() : nullptr);
   return stack;
 }
 

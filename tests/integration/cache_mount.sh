@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The cache device under a real mount over the real cluster: a tree read twice moves no bytes
 # from the back end the second time; after kill -9 and a restart the third read is still served
-# from the device; a flipped byte in the cache file is a counted miss, never wrong data; the
-# cache file and its index never occupy more than the configured size.
+# from the device, and its directory listings from the cache index; a flipped byte in the cache
+# file is a counted miss, never wrong data; the cache file and its index never occupy more than
+# the configured size.
 # Usage: cache_mount.sh TIERFS CLUSTER_ENV
 set -euo pipefail
 TIERFS=$1
@@ -77,6 +78,9 @@ read_all "third read, after kill -9"
 third=$(stats)
 [[ $(field "$third" backend_reads) == 0 ]] || fail "after the restart the read reached the back end: $third"
 (($(field "$third" device_hits) > 0)) || fail "no device hits after the restart: $third"
+# find lists every directory: each listing comes from the cache index, kept across the kill.
+(($(field "$third" listing_hits) >= 3)) || fail "no directory listing served from the cache: $third"
+[[ $(field "$third" listing_misses) == 0 ]] || fail "a directory was listed from the back end: $third"
 echo "third read: $third"
 check_size "after the restart"
 stop_tierfs "$mnt" "$work/log2"

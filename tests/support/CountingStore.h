@@ -19,6 +19,8 @@ struct StoreCounts {
   std::uint64_t dataBytes = 0;           // bytes of object data written
   std::uint64_t metaBytes = 0;           // bytes of omap keys and values and xattrs written
   std::uint64_t removes = 0;             // mutations that remove an object
+  std::uint64_t stats = 0;               // stat() calls
+  std::uint64_t omapLists = 0;           // omapList() calls (pages of directory listings)
   std::vector<std::string> dataObjects;  // the objects whose data was written, in call order
   std::vector<std::string> readObjects;  // the objects read, in call order
 };
@@ -53,6 +55,10 @@ class CountingStore final : public backends::ObjectStore {
   }
   void statImpl(const std::string& oid, backends::Callback<backends::ObjectStat> done,
                 Deadline deadline) override {
+    {
+      std::lock_guard lock(mu_);
+      ++counts_.stats;
+    }
     inner_.stat(oid, std::move(done), deadline);
   }
   void getXattrImpl(const std::string& oid, const std::string& name,
@@ -66,6 +72,10 @@ class CountingStore final : public backends::ObjectStore {
   }
   void omapListImpl(const std::string& oid, backends::OmapListArgs args,
                     backends::Callback<backends::OmapPage> done, Deadline deadline) override {
+    {
+      std::lock_guard lock(mu_);
+      ++counts_.omapLists;
+    }
     inner_.omapList(oid, std::move(args), std::move(done), deadline);
   }
   void listObjectsImpl(const std::string& cursor, std::uint32_t maxEntries,

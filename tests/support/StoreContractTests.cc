@@ -153,6 +153,23 @@ TEST_P(StoreContractTest, OmapListHonoursPrefixAndStartAfter) {
   EXPECT_FALSE(none->more);
 }
 
+// A cached directory listing is checked by the version a page was read at (cache/ListingCache).
+TEST_P(StoreContractTest, OmapPageCarriesTheObjectVersion) {
+  ASSERT_OK(sync().mutate("dir", std::move(WriteOp().omapSet("a", "1"))));
+  auto stat = sync().stat("dir");
+  ASSERT_OK(stat);
+  auto page = sync().omapList("dir", {});
+  ASSERT_OK(page);
+  EXPECT_EQ(page->version, stat->version);
+  ASSERT_OK(sync().mutate("dir", std::move(WriteOp().omapSet("b", "2"))));
+  auto later = sync().omapList("dir", {});
+  ASSERT_OK(later);
+  EXPECT_NE(later->version, page->version);
+  auto restat = sync().stat("dir");
+  ASSERT_OK(restat);
+  EXPECT_EQ(later->version, restat->version);
+}
+
 TEST_P(StoreContractTest, FailedGuardAppliesNothing) {
   ASSERT_OK(sync().mutate("dir", std::move(WriteOp().writeFull("old").omapSet("name", "v1"))));
   auto before = sync().stat("dir");

@@ -65,7 +65,8 @@ class FilesystemTest : public ::testing::Test {
   }
 
   // A node (a daemon) over the shared store.
-  std::unique_ptr<FsNode> startNode(fs::FsOptions options) {
+  std::unique_ptr<FsNode> startNode(fs::FsOptions options,
+                                    cache::ListingCache* listings = nullptr) {
     auto node = std::make_unique<FsNode>();
     auto volume = fs::Volume::open(*store_);
     if (!volume) {
@@ -74,7 +75,7 @@ class FilesystemTest : public ::testing::Test {
     }
     node->volume = std::move(*volume);
     node->cache = cache::makeMemoryChunkCache(*store_, {});
-    node->fs = std::make_unique<fs::Filesystem>(*node->volume, *node->cache, options);
+    node->fs = std::make_unique<fs::Filesystem>(*node->volume, *node->cache, options, listings);
     return node;
   }
 
