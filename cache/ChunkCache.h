@@ -59,6 +59,16 @@ class ChunkCache {
   // Bytes the chunk takes in the back end (header and compressed payload).
   virtual void storedSize(const ChunkKey& key, Callback<std::uint64_t> done) = 0;
 
+  // Whether this node keeps the chunk: on the cache devices when there are some (what survives
+  // a restart), else in memory. Answered from the index; reads no data.
+  virtual bool holds(const ChunkKey& key) const = 0;
+  // Makes this node keep the chunk (a warm-up): fetched from the back end unless held already,
+  // checked, and put on the devices whatever the admission policy. Yields the stored bytes
+  // fetched (0 when it was held); NoSpace when the cache did not take it.
+  virtual void warm(const ChunkKey& key, Callback<std::uint64_t> done) = 0;
+  // Drops the chunk from every tier of this node (the back end keeps it).
+  virtual void evict(const ChunkKey& key) = 0;
+
   virtual ChunkCacheStats stats() const = 0;
 };
 

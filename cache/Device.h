@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "common/Result.h"
 #include "common/Status.h"
@@ -33,6 +34,12 @@ class Device {
 
   // For logs and errors: the path, or "memory".
   virtual const std::string& name() const = 0;
+
+ protected:
+  // InvalidArgument naming the device and what is wrong unless offset, length and buffer are
+  // aligned and the range lies within size(): what write() and read() check first.
+  Status checkRange(std::string_view op, std::uint64_t offset, const void* buf,
+                    std::size_t length) const;
 };
 
 // A cache file (created and preallocated with fallocate to `size` if needed, so the cache

@@ -95,8 +95,9 @@ DeviceTier::~DeviceTier() {
   db_.reset();
 }
 
-bool DeviceTier::admit(const ChunkKey& key, bool written) {
-  if (options_.admission == Admission::kAlways) return true;
+bool DeviceTier::admit(const ChunkKey& key, Origin origin) {
+  if (options_.admission == Admission::kAlways || origin == Origin::kWarmed) return true;
+  const bool written = origin == Origin::kWritten;
   std::lock_guard lock(mu_);
   const std::uint64_t h = ChunkKeyHash{}(key);
   if (!written && (seen_.erase(h) || seenBefore_.erase(h))) return true;
@@ -110,8 +111,8 @@ bool DeviceTier::admit(const ChunkKey& key, bool written) {
   return false;
 }
 
-void DeviceTier::insert(const ChunkKey& key, const Bytes& frame, const Bytes& raw, bool written) {
-  if (!admit(key, written)) return;
+void DeviceTier::insert(const ChunkKey& key, const Bytes& frame, const Bytes& raw, Origin origin) {
+  if (!admit(key, origin)) return;
   auto header = parseFrameHeader(frame.view());
   if (!header) return;  // the caller decoded it already: cannot happen for a sound frame
   if (options_.storeCompressed || header->codec == Codec::kNone) {

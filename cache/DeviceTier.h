@@ -26,6 +26,13 @@ struct DeviceSpec {
   std::uint64_t size = 0;  // bytes the device may occupy; for the first, its index included
 };
 
+// Why a chunk is offered to the devices.
+enum class Origin {
+  kFetched,  // read from the back end for a reader
+  kWritten,  // just written through this node
+  kWarmed,   // asked for by a warm-up: always admitted
+};
+
 // Which chunks go onto the devices.
 enum class Admission {
   kAlways,      // every chunk read from the back end or written
@@ -66,8 +73,7 @@ class DeviceTier {
   bool contains(const ChunkKey& key) const { return regions_->contains(key); }
   // Keeps a chunk's frame (as the back end has it), or a frame of its `raw` bytes without
   // compression when the tier keeps chunks decompressed, if the admission policy lets it in.
-  // `written`: the chunk was just written through this node, not read from the back end.
-  void insert(const ChunkKey& key, const Bytes& frame, const Bytes& raw, bool written);
+  void insert(const ChunkKey& key, const Bytes& frame, const Bytes& raw, Origin origin);
   void erase(const ChunkKey& key) { regions_->erase(key); }
 
   // Directory listings, in the same RocksDB as the index.
@@ -91,7 +97,7 @@ class DeviceTier {
   std::unique_ptr<IndexDb> db_;
   std::unique_ptr<RegionCache> regions_;
   std::unique_ptr<ListingCache> listings_;
-  bool admit(const ChunkKey& key, bool written);
+  bool admit(const ChunkKey& key, Origin origin);
 
   mutable std::mutex mu_;
   std::uint64_t framedBytes_ = 0, rawBytes_ = 0, refused_ = 0;

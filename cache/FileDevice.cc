@@ -103,8 +103,6 @@ class FileDevice final : public Device {
   Status setUpBlockDevice();
   Status setUpRegularFile(const struct stat& st, bool created);
 
-  Status checkRange(std::string_view op, std::uint64_t offset, const void* buf,
-                    std::size_t length) const;
   Status transfer(Op op, std::uint64_t offset, char* buf, std::size_t length);
   Status run(Call& call, std::vector<Piece>& pieces);
 
@@ -308,28 +306,6 @@ Status FileDevice::setUpRegularFile(const struct stat& st, bool created) {
   if (::fallocate(fd_.get(), 0, 0, static_cast<off_t>(size_)) != 0) {
     return fail(Status::fromErrno(
         errno, fmt::format("preallocating {} bytes for cache file {}", size_, path_)));
-  }
-  return Status::ok();
-}
-
-Status FileDevice::checkRange(std::string_view op, std::uint64_t offset, const void* buf,
-                              std::size_t length) const {
-  const auto bad = [&](std::string_view why) {
-    return Status::invalidArgument(
-        fmt::format("cache device {}: {} of {} bytes at {}: {}", path_, op, length, offset, why));
-  };
-  if (offset % alignment_ != 0) {
-    return bad(fmt::format("offset is not a multiple of the alignment {}", alignment_));
-  }
-  if (length % alignment_ != 0) {
-    return bad(fmt::format("length is not a multiple of the alignment {}", alignment_));
-  }
-  if (reinterpret_cast<std::uintptr_t>(buf) % alignment_ != 0) {
-    return bad(
-        fmt::format("buffer address {} is not a multiple of the alignment {}", buf, alignment_));
-  }
-  if (offset > size_ || length > size_ - offset) {
-    return bad(fmt::format("the range ends beyond the device size {}", size_));
   }
   return Status::ok();
 }

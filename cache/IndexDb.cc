@@ -139,6 +139,15 @@ class RocksIndexDb final : public IndexDb {
                  fmt::format("writing the record of region {}", record.region));
   }
 
+  Status rewriteRegion(const RegionRecord& record) override {
+    rocksdb::WriteBatch batch;
+    TIERFS_RETURN_IF_ERROR(
+        fromRocks(batch.Put(regionKey(kRecordPrefix, record.region), encodeRegionRecord(record)),
+                  "batching a region record"));
+    return write(batch, /*sync=*/false,
+                 fmt::format("rewriting the record of region {}", record.region));
+  }
+
   Status dropRegion(std::uint32_t region) override {
     rocksdb::WriteBatch batch;
     TIERFS_RETURN_IF_ERROR(

@@ -62,6 +62,9 @@ class IndexDb {
   // Durable (synced) when it returns.
   virtual Status putRegion(const RegionRecord& record) = 0;
   virtual Status dropRegion(std::uint32_t region) = 0;
+  // Replaces a region's record by one that lists fewer of its entries (erased ones), keeping
+  // its access time. Not synced (see RegionCache::Impl::unrecordLocked).
+  virtual Status rewriteRegion(const RegionRecord& record) = 0;
   // One region's record (what eviction must drop from the memory index); nullopt when none.
   virtual Result<std::optional<RegionRecord>> getRegion(std::uint32_t region) const = 0;
 

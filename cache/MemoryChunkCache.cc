@@ -1,3 +1,5 @@
+#include <fmt/format.h>
+
 #include <list>
 #include <mutex>
 #include <unordered_map>
@@ -37,7 +39,8 @@ class MemoryChunkCache final : public ChunkCache {
                                if (!r) return done(failure(r.error()));
                                insert(key, raw);
                                // Write-through: a checkpoint just written reads back locally.
-                               if (options_.device) options_.device->insert(key, stored, raw, true);
+                               if (options_.device)
+                                 options_.device->insert(key, stored, raw, Origin::kWritten);
                                done(stored.size());
                              });
     });
@@ -56,6 +59,45 @@ class MemoryChunkCache final : public ChunkCache {
     store_.stat(key.objectName(), [done = std::move(done)](Result<backends::ObjectStat> st) {
       done(st ? Result<std::uint64_t>(st->size) : failure(st.error()));
     });
+  }
+
+  bool holds(const ChunkKey& key) const override {
+    if (options_.device) return options_.device->contains(key);
+    std::lock_guard lock(mu_);
+    return entries_.count(key) > 0;
+  }
+
+  void warm(const ChunkKey& key, Callback<std::uint64_t> done) override {
+    if (holds(key)) return done(std::uint64_t{0});
+    store_.read(key.objectName(), 0, backends::kToEnd,
+                [this, key, done = std::move(done)](Result<Bytes> frame) mutable {
+                  codecPool_.post([this, key, frame = std::move(frame), done]() {
+                    if (!frame) return done(failure(frame.error()));
+                    count(&ChunkCacheStats::backendReads, &ChunkCacheStats::bytesFromBackend,
+                          frame->size());
+                    Result<Bytes> raw = decode(*frame);  // never keep a damaged frame
+                    if (!raw) return done(failure(raw.error()));
+                    if (options_.device) {
+                      options_.device->insert(key, *frame, *raw, Origin::kWarmed);
+                    } else {
+                      insert(key, *raw);
+                    }
+                    if (!holds(key)) {
+                      return done(failure(Status::noSpace(fmt::format(
+                          "chunk {}: the cache took no more (full, or every region protected)",
+                          key.objectName()))));
+                    }
+                    done(std::uint64_t{frame->size()});
+                  });
+                });
+  }
+
+  void evict(const ChunkKey& key) override {
+    {
+      std::lock_guard lock(mu_);
+      eraseLocked(key);
+    }
+    if (options_.device) options_.device->erase(key);
   }
 
   // A memory hit answers at once; a miss joins the fetch under way or starts one: from the
@@ -127,7 +169,7 @@ class MemoryChunkCache final : public ChunkCache {
         if (!frame) return finishRead(key, failure(frame.error()));
         count(&ChunkCacheStats::backendReads, &ChunkCacheStats::bytesFromBackend, frame->size());
         Result<Bytes> raw = decode(*frame);
-        if (raw && options_.device) options_.device->insert(key, *frame, *raw, false);
+        if (raw && options_.device) options_.device->insert(key, *frame, *raw, Origin::kFetched);
         finishRead(key, std::move(raw));
       });
     });

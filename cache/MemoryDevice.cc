@@ -28,28 +28,6 @@ struct MemoryDevice::State {
   std::unordered_map<std::uint64_t, std::vector<unsigned char>> durableBlocks;
   int failReads = 0;
   int failWrites = 0;
-
-  Status checkRange(std::string_view op, std::uint64_t offset, const void* buf,
-                    std::size_t length) const {
-    const auto bad = [&](std::string_view why) {
-      return Status::invalidArgument(
-          fmt::format("cache device {}: {} of {} bytes at {}: {}", name, op, length, offset, why));
-    };
-    if (offset % alignment != 0) {
-      return bad(fmt::format("offset is not a multiple of the alignment {}", alignment));
-    }
-    if (length % alignment != 0) {
-      return bad(fmt::format("length is not a multiple of the alignment {}", alignment));
-    }
-    if (reinterpret_cast<std::uintptr_t>(buf) % alignment != 0) {
-      return bad(
-          fmt::format("buffer address {} is not a multiple of the alignment {}", buf, alignment));
-    }
-    if (offset > size || length > size - offset) {
-      return bad(fmt::format("the range ends beyond the device size {}", size));
-    }
-    return Status::ok();
-  }
 };
 
 MemoryDevice::MemoryDevice(std::uint64_t size, std::uint32_t alignment)
@@ -72,7 +50,7 @@ std::uint32_t MemoryDevice::alignment() const { return state_->alignment; }
 Status MemoryDevice::write(std::uint64_t offset, const void* buf, std::size_t length) {
   std::lock_guard lock(state_->mutex);
   State& s = *state_;
-  TIERFS_RETURN_IF_ERROR(s.checkRange("write", offset, buf, length));
+  TIERFS_RETURN_IF_ERROR(checkRange("write", offset, buf, length));
   if (s.failWrites > 0) {
     --s.failWrites;
     return Status::ioError(fmt::format("cache device {}: write of {} bytes at {}: injected error",
@@ -94,7 +72,7 @@ Status MemoryDevice::write(std::uint64_t offset, const void* buf, std::size_t le
 Status MemoryDevice::read(std::uint64_t offset, void* buf, std::size_t length) {
   std::lock_guard lock(state_->mutex);
   State& s = *state_;
-  TIERFS_RETURN_IF_ERROR(s.checkRange("read", offset, buf, length));
+  TIERFS_RETURN_IF_ERROR(checkRange("read", offset, buf, length));
   if (s.failReads > 0) {
     --s.failReads;
     return Status::ioError(fmt::format("cache device {}: read of {} bytes at {}: injected error",

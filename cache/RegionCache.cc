@@ -79,6 +79,7 @@ struct Region {
   std::uint64_t recorded = 0;                       // entries in its IndexDb record
   std::uint64_t liveBytes = 0;                      // of entries the index still points at
   Buffer* buffer = nullptr;                         // while kOpen or kSealing
+  std::vector<std::uint32_t> erasedWhileSealing;    // entry offsets to drop from its record
 };
 
 struct DeviceHealth {
@@ -124,6 +125,7 @@ struct RegionCache::Impl {
   std::optional<Bytes> lookup(const ChunkKey& key);
   bool insert(const ChunkKey& key, std::string_view bytes);
   void eraseLocked(std::uint64_t hash);
+  void unrecordLocked(std::uint32_t r, const std::vector<std::uint32_t>& offsets);
   bool openRegionLocked();
   void handOffLocked();
   void runSealer();
@@ -335,11 +337,53 @@ bool RegionCache::Impl::insert(const ChunkKey& key, std::string_view bytes) {
   return true;
 }
 
+// Forgets an entry, here and in what the IndexDb will hold of its region, so that it stays
+// gone after a restart (an evicted tree, a damaged entry, a removed chunk).
 void RegionCache::Impl::eraseLocked(std::uint64_t hash) {
   auto it = index.find(hash);
   if (it == index.end()) return;
-  regions[it->second.region].liveBytes -= roundUp(kHeaderSize + it->second.length, kEntryAlign);
+  const Loc loc = it->second;
+  Region& g = regions[loc.region];
+  g.liveBytes -= roundUp(kHeaderSize + loc.length, kEntryAlign);
   index.erase(it);
+  switch (g.state) {
+    case State::kOpen:
+      std::erase_if(g.buffer->entries,
+                    [&](const EntryRecord& e) { return e.offset == loc.offset; });
+      break;
+    case State::kSealing:  // its record is being written: the sealer drops the entry after
+      g.erasedWhileSealing.push_back(loc.offset);
+      break;
+    case State::kSealed:
+      unrecordLocked(loc.region, {loc.offset});
+      break;
+    case State::kFree:
+    case State::kEvicting:  // its record goes anyway
+      break;
+  }
+}
+
+// Rewrites a sealed region's record without the entries at `offsets`. Not synced: a record
+// that lists fewer entries than the region holds is always true, and a crash that loses the
+// rewrite only brings the entries back (their bytes are still there, checked on every read).
+// Under mu, so that eviction cannot drop the record meanwhile (a rewrite after the drop would
+// name a region about to be reused).
+void RegionCache::Impl::unrecordLocked(std::uint32_t r, const std::vector<std::uint32_t>& offsets) {
+  auto record = db.getRegion(r);
+  if (!record || !*record) return;
+  const std::size_t before = (*record)->entries.size();
+  std::erase_if((*record)->entries, [&](const EntryRecord& e) {
+    return std::find(offsets.begin(), offsets.end(), e.offset) != offsets.end();
+  });
+  const std::size_t removed = before - (*record)->entries.size();
+  if (removed == 0) return;
+  if (Status s = db.rewriteRegion(**record); !s.isOk()) {
+    spdlog::warn("cache: dropping {} entries from region {}'s record: {}", removed, r,
+                 s.toString());
+    return;
+  }
+  regions[r].recorded -= removed;
+  recordedEntries -= removed;
 }
 
 // A free region (on the device with the largest free share, so devices fill in proportion to
@@ -465,6 +509,7 @@ void RegionCache::Impl::seal(Buffer* b) {
   g.lastHit = std::chrono::steady_clock::now();
   if (g.lastAccess == 0) g.lastAccess = ++clock;
   recordedEntries += g.recorded;
+  if (!g.erasedWhileSealing.empty()) unrecordLocked(r, std::exchange(g.erasedWhileSealing, {}));
 }
 
 std::optional<std::uint32_t> RegionCache::Impl::victimLocked() const {

@@ -56,6 +56,8 @@ class [[nodiscard]] Status {
   static Status ioError(std::string msg) { return {StatusCode::kIoError, std::move(msg)}; }
   static Status cancelled(std::string msg) { return {StatusCode::kCancelled, std::move(msg)}; }
   static Status internal(std::string msg) { return {StatusCode::kInternal, std::move(msg)}; }
+  // Any code with its message: a status carried over the wire (control protocol).
+  static Status of(StatusCode code, std::string msg) { return {code, std::move(msg)}; }
 
   // Maps a (positive or negative) errno value to a status; `what` names the failed operation.
   // A back end's errno says what class of failure it was; the caller of a filesystem sees the

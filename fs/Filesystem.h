@@ -36,6 +36,7 @@ struct FsOptions {
   // Directories with up to this many entries are kept in the listing cache, when there is one.
   std::size_t listingCacheMax = 65536;
   bool readOnly = false;
+  std::string controlSocket;   // the daemon's control socket, shown in an xattr of the root
   ReadAheadOptions readAhead;  // its chunkSize is ignored: the volume's is used
 };
 

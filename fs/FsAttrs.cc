@@ -16,6 +16,8 @@ constexpr std::string_view kUserPrefix = "user.";
 constexpr std::string_view kStoredSizeXattr = "user.tierfs.stored_size";
 // Read-only and not listed, on the root: what the chunk cache has done and holds, as JSON.
 constexpr std::string_view kCacheStatsXattr = "user.tierfs.cache_stats";
+// Where the daemon's control socket is: how `tierfs warm|status|evict PATH` find it.
+constexpr std::string_view kControlSocketXattr = "user.tierfs.control_socket";
 
 // The chunk cache's counters, then the listing cache's (zeros without one).
 std::string toJson(const cache::ChunkCacheStats& s, const cache::ListingCacheStats& l) {
@@ -160,6 +162,9 @@ Result<std::string> Filesystem::getxattr(Ino ino, std::string_view name) {
   if (name == kCacheStatsXattr && ino == kRootIno) {
     return toJson(cache_.stats(), listings_ ? listings_->stats() : cache::ListingCacheStats{});
   }
+  if (name == kControlSocketXattr && ino == kRootIno && !options_.controlSocket.empty()) {
+    return options_.controlSocket;
+  }
   TIERFS_ASSIGN_OR_RETURN(auto n, node(ino));
   if (name == kStoredSizeXattr) {
     Inode inode = withLocalSize(*n);
@@ -186,7 +191,8 @@ Result<std::vector<std::string>> Filesystem::listxattr(Ino ino) {
 
 Status Filesystem::setxattr(Ino ino, std::string_view name, std::string_view value, int flags) {
   TIERFS_RETURN_IF_ERROR(checkWritable());
-  const bool ours = name == kStoredSizeXattr || name == kCacheStatsXattr;
+  const bool ours =
+      name == kStoredSizeXattr || name == kCacheStatsXattr || name == kControlSocketXattr;
   if (!name.starts_with(kUserPrefix) || ours) {
     return Status::posix(ours ? EPERM : EOPNOTSUPP,
                          fmt::format("xattr '{}': only user.* attributes are stored", name));

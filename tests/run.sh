@@ -18,7 +18,9 @@ jobs=$(nproc)
 build() {  # build DIR [cmake args...]
   local dir=$1
   shift
-  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" > /dev/null
+  # -g1 (line tables: what sanitizer reports and backtraces need) builds ~25% faster than -g.
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" "$@" > /dev/null
   cmake --build "$dir" -j "$jobs"
 }
 

@@ -16,7 +16,11 @@ Result<toml::table> parseConfigFile(const std::string& file) {
         fmt::format("{}:{}: {}", file, err.source().begin.line, err.description())));
   }
   for (auto&& [key, node] : root) {
-    if (!kConfigSections.count(std::string(key.str())) || !node.is_table()) {
+    const std::string name(key.str());
+    const bool known = kConfigSections.count(name) ? node.is_table()
+                       : name == "fault"           ? node.is_array_of_tables()
+                                                   : false;
+    if (!known) {
       return failure(Status::invalidArgument(fmt::format("{}:{}: unknown section '{}' (known: {})",
                                                          file, node.source().begin.line, key.str(),
                                                          fmt::join(kConfigSections, ", "))));

@@ -13,7 +13,8 @@
 namespace tierfs::tools {
 
 // The sections a tierfs config file may have; anything else is an error naming its line.
-inline const std::set<std::string> kConfigSections = {"backend", "fuse", "cache", "fs", "prefetch"};
+inline const std::set<std::string> kConfigSections = {"backend", "fuse",     "cache",
+                                                      "fs",      "prefetch", "control"};
 
 // Parses a TOML config file: InvalidArgument naming file:line on a syntax error.
 Result<toml::table> parseConfigFile(const std::string& file);

@@ -44,6 +44,11 @@ std::string Progress::lineLocked() const {
                      byteRate / (1 << 20), fileRate, files ? formatEta(eta) : "?");
 }
 
+std::string Progress::line() {
+  std::lock_guard lock(mu_);
+  return lineLocked();
+}
+
 void Progress::draw() {
   if (!show_) return;
   std::lock_guard lock(mu_);

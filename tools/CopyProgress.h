@@ -25,6 +25,7 @@ class Progress {
   void addBytes(std::uint64_t n) { bytesDone_ += n; }
 
   void draw();
+  std::string line();  // what draw() shows, for a log line when standard error is no terminal
   void message(const std::string& text);
   void clear();
 

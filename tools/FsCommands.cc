@@ -17,6 +17,7 @@
 #include "fs/Volume.h"
 #include "fs/fuse/FuseServer.h"
 #include "tools/BackendOptions.h"
+#include "tools/ControlService.h"
 #include "tools/MountConfig.h"
 
 namespace tierfs::tools {
@@ -156,12 +157,16 @@ void recoverRenames(fs::Volume& volume) {
 Status serveMount(const DaemonConfig& cfg, bool autoMkfs, int reportFd, const MountArgs& args) {
   TIERFS_ASSIGN_OR_RETURN(auto stack, openFilesystem(cfg, autoMkfs));
   if (!cfg.fs.readOnly) recoverRenames(*stack->volume);
+  // Declared after the stack: the socket closes (and its handlers end) before the stack goes.
+  ControlService service(*stack, cfg.mount.mountpoint);
+  TIERFS_ASSIGN_OR_RETURN(auto control, startControl(cfg, service));
   fs::FuseServer server(*stack->filesystem, cfg.mount);
   TIERFS_RETURN_IF_ERROR(server.mount());
   spdlog::info("mounted volume {} from {} at {}", stack->volume->record().uuidString(),
                stack->store->describe(), cfg.mount.mountpoint);
   detach(reportFd, args.logFile);
   Status s = server.serve();
+  control.reset();
   spdlog::info("unmounted {}: {}", cfg.mount.mountpoint, s.toString());
   const cache::ChunkCacheStats c = stack->chunks->stats();
   spdlog::info(

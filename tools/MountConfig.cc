@@ -5,10 +5,13 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 
 #include "common/Units.h"
+#include "common/control/Socket.h"
 #include "tools/CacheConfig.h"
 #include "tools/ConfigFile.h"
+#include "tools/FaultConfig.h"
 
 namespace tierfs::tools {
 namespace {
@@ -69,6 +72,16 @@ Status readPrefetch(const ConfigSection& s, DaemonConfig& cfg) {
   return s.getSize("read_ahead_budget", r.budget);
 }
 
+Status readControl(const ConfigSection& s, DaemonConfig& cfg) {
+  TIERFS_RETURN_IF_ERROR(s.checkKeys({"socket"}));
+  TIERFS_RETURN_IF_ERROR(s.getString("socket", cfg.controlSocket));
+  if (!cfg.controlSocket.empty() && cfg.controlSocket.front() != '/') {
+    return Status::invalidArgument(
+        fmt::format("[control] socket must be an absolute path, not '{}'", cfg.controlSocket));
+  }
+  return Status::ok();
+}
+
 Status applyFlags(const MountArgs& a, DaemonConfig& cfg) {
   if (a.readOnly) cfg.mount.readOnly = true;
   if (a.allowOther) cfg.mount.allowOther = true;
@@ -96,6 +109,7 @@ Status applyFlags(const MountArgs& a, DaemonConfig& cfg) {
                                    : a.cacheEviction == "lru" ? cache::EvictionPolicy::kLru
                                                               : cache::EvictionPolicy::kTraining;
   }
+  if (!a.controlSocket.empty()) cfg.controlSocket = a.controlSocket;
   if (!a.compression.empty()) {
     cfg.codec = a.compression == "none" ? cache::Codec::kNone : cache::Codec::kZstd;
   }
@@ -121,6 +135,8 @@ void addMountFlags(CLI::App& cmd, MountArgs& a) {
   cmd.add_option("--compression", a.compression, "codec of new chunks on this mount")
       ->check(CLI::IsMember({"zstd", "none"}));
   cmd.add_option("--threads", a.threads, "FUSE worker threads")->check(CLI::Range(1, 1024));
+  cmd.add_option("--control-socket", a.controlSocket,
+                 "the control socket (default /run/tierfs/<mount point>.sock)");
   cmd.add_option("--log", a.logFile, "log file (default: standard error in the foreground)");
 }
 
@@ -134,6 +150,11 @@ Result<DaemonConfig> resolveDaemonConfig(MountArgs& args) {
   TIERFS_RETURN_IF_ERROR(applyFlags(args, cfg));
   cfg.fs.attrTimeout = cfg.mount.attrTimeout;
   cfg.fs.readOnly = cfg.mount.readOnly;
+  if (cfg.controlSocket.empty()) {
+    cfg.controlSocket = control::defaultSocketPath(
+        std::filesystem::absolute(cfg.mount.mountpoint).lexically_normal().string());
+  }
+  cfg.fs.controlSocket = cfg.controlSocket;
   return cfg;
 }
 
@@ -144,6 +165,9 @@ Status readDaemonSections(const std::string& file, DaemonConfig& cfg) {
                                           cfg.cache, cfg.devices));
   TIERFS_RETURN_IF_ERROR(
       readPrefetch(ConfigSection(root["prefetch"].as_table(), file, "prefetch"), cfg));
+  TIERFS_RETURN_IF_ERROR(
+      readControl(ConfigSection(root["control"].as_table(), file, "control"), cfg));
+  TIERFS_ASSIGN_OR_RETURN(cfg.faults, readFaults(ConfigSection(&root, file, "")));
   return readFs(ConfigSection(root["fs"].as_table(), file, "fs"), cfg);
 }
 
@@ -156,6 +180,13 @@ std::string defaultStorePath() {
 Result<std::unique_ptr<FsStack>> openFilesystem(const DaemonConfig& cfg, bool autoMkfs) {
   auto stack = std::make_unique<FsStack>();
   TIERFS_ASSIGN_OR_RETURN(stack->store, backends::openStore(cfg.store));
+  if (!cfg.faults.empty()) {
+    spdlog::warn("{} injected fault rule(s) from [[fault]]: for tests only", cfg.faults.size());
+    stack->backend = std::move(stack->store);
+    auto faulty = std::make_unique<backends::FaultyStore>(*stack->backend, 1);
+    for (const auto& rule : cfg.faults) faulty->addRule(rule);
+    stack->store = std::move(faulty);
+  }
   auto volume = fs::Volume::open(*stack->store);
   if (!volume && volume.error().isNotFound() && autoMkfs) {
     spdlog::info("no volume in {}: creating one", stack->store->describe());

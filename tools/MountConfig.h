@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/FaultyStore.h"
 #include "backends/StoreFactory.h"
 #include "cache/ChunkCache.h"
 #include "cache/DeviceTier.h"
@@ -27,6 +28,7 @@ struct MountArgs {
   std::string attrTimeout, entryTimeout, cacheMemory, readAhead, compression, logFile;
   std::vector<std::string> cacheDevices;  // PATH=SIZE
   std::string cacheEviction;
+  std::string controlSocket;
   unsigned threads = 0;
 };
 
@@ -36,9 +38,11 @@ struct DaemonConfig {
   fs::MountOptions mount;
   fs::FsOptions fs;
   cache::MemoryChunkCacheOptions cache;
-  cache::DeviceTierOptions devices;  // no devices: memory only
+  cache::DeviceTierOptions devices;   // no devices: memory only
   std::optional<cache::Codec> codec;  // overrides the volume's default codec
   std::optional<int> zstdLevel;
+  std::string controlSocket;                // empty: control::defaultSocketPath(mountpoint)
+  std::vector<backends::FaultRule> faults;  // [[fault]]: tests and benchmarks only
 };
 
 void addMountFlags(CLI::App& cmd, MountArgs& args);
@@ -57,6 +61,7 @@ std::string defaultStorePath();
 // A Filesystem built from a back end as the daemon builds it. The members are destroyed in
 // reverse order: the filesystem (which commits what is unflushed) before what it uses.
 struct FsStack {
+  std::unique_ptr<backends::ObjectStore> backend;  // under `store` when faults are injected
   std::unique_ptr<backends::ObjectStore> store;
   std::unique_ptr<fs::Volume> volume;
   std::unique_ptr<cache::DeviceTier> devices;

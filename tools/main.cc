@@ -8,6 +8,7 @@
 #include "backends/StoreFactory.h"
 #include "common/Version.h"
 #include "tools/BenchCommand.h"
+#include "tools/ControlCommands.h"
 #include "tools/FsCommands.h"
 #include "tools/FsckCommand.h"
 #include "tools/ImportExport.h"
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
   tierfs::tools::addFsCommands(app, exitCode);
   tierfs::tools::addImportExportCommands(app, exitCode);
   tierfs::tools::addFsckCommand(app, exitCode);
+  tierfs::tools::addControlCommands(app, exitCode);
   tierfs::tools::addObjectCommands(app, exitCode);
   tierfs::tools::addBenchCommand(app, exitCode);
   try {

@@ -9,11 +9,8 @@ TIERFS=$1
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=mount_lib.sh
 source "$here/mount_lib.sh"
-work=$(mktemp -d)
-mnt=$work/mnt
-mkdir "$mnt" "$work/src"
-trap 'cleanup_mount "$mnt"; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+setup_mount_test
+mkdir "$work/src"
 read -ra flags <<< "$(rados_flags "$2" "epochs-$$")"
 
 # The device: 64 MiB, of which the index keeps 16 MiB: 48 regions of 1 MiB, 9 files a region

@@ -10,11 +10,8 @@ TIERFS=$1
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=mount_lib.sh
 source "$here/mount_lib.sh"
-work=$(mktemp -d)
-mnt=$work/mnt
-mkdir "$mnt" "$work/src"
-trap 'cleanup_mount "$mnt"; [[ -n ${KEEP:-} ]] || rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+setup_mount_test
+mkdir "$work/src"
 read -ra flags <<< "$(rados_flags "$2" "cache-$$")"
 limit=$((256 << 20))
 cache=(--cache-device "$work/cache0=256M" --cache-memory 0)

@@ -7,12 +7,9 @@ TIERFS=$1
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=mount_lib.sh
 source "$here/mount_lib.sh"
-work=$(mktemp -d)
-mnt=$work/mnt
-mkdir "$mnt"
+setup_mount_test
 writer=
-trap '[[ -n $writer ]] && kill "$writer" 2> /dev/null; cleanup_mount "$mnt"; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+trap '[[ -n $writer ]] && kill "$writer" 2> /dev/null; mount_test_cleanup' EXIT
 read -ra flags <<< "$(rados_flags "$2" "crash-$$")"
 "$TIERFS" mkfs "${flags[@]}" --chunk-size 1M
 

@@ -1,6 +1,25 @@
 # Shared by the mount tests: start and stop a `tierfs mount -f` daemon, and the flags of the
 # test cluster. Source it; set TIERFS to the binary first.
 
+# setup_mount_test: a fresh work directory $work with an empty mount point $mnt in it; at exit,
+# whatever is mounted there is unmounted, our daemon stopped, and $work removed (kept when KEEP
+# is set, to look at after a failure). Sets the EXIT trap; a test adding its own cleanup calls
+# mount_test_cleanup from it.
+setup_mount_test() {
+  work=$(mktemp -d)
+  mnt=$work/mnt
+  mkdir "$mnt"
+  trap mount_test_cleanup EXIT
+}
+mount_test_cleanup() {
+  cleanup_mount "$mnt"
+  [[ -n ${KEEP:-} ]] || rm -rf "$work"
+}
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
 # rados_flags ENV_FILE NAMESPACE: back-end flags for the test cluster, one RADOS namespace per
 # test so that tests share the cluster without sharing a volume.
 rados_flags() {

@@ -126,6 +126,31 @@ TEST(RegionCache, ARestartedCacheServesWhatItHadSealed) {
   EXPECT_EQ(c->stats().entries, 20u);
 }
 
+// An erased entry (an evicted tree, a removed chunk) stays gone after a restart, whether its
+// region was sealed, open, or being sealed when it was erased.
+TEST(RegionCache, AnErasedEntryStaysGoneAfterARestart) {
+  Cache c(8);
+  for (std::uint64_t i = 0; i < 20; ++i) {
+    ASSERT_TRUE(c->insert(keyOf(i), bytesFor(keyOf(i), 100'000)));
+  }
+  ASSERT_TRUE(c->flush().isOk());  // sealed
+  c->erase(keyOf(3));
+  ASSERT_TRUE(c->insert(keyOf(100), bytesFor(keyOf(100), 100'000)));
+  c->erase(keyOf(100));  // in the open region
+  // Replaced in the open region: the new copy stays.
+  ASSERT_TRUE(c->insert(keyOf(101), bytesFor(keyOf(101), 50'000)));
+  ASSERT_TRUE(c->insert(keyOf(101), bytesFor(keyOf(101), 60'000)));
+  const std::uint64_t recorded = c->stats().recordedEntries;
+  c.reopen();
+  EXPECT_FALSE(c->lookup(keyOf(3)));
+  EXPECT_FALSE(c->lookup(keyOf(100)));
+  ASSERT_TRUE(c->lookup(keyOf(101)));
+  EXPECT_EQ(c->lookup(keyOf(101))->view(), bytesFor(keyOf(101), 60'000));
+  for (std::uint64_t i : {0, 2, 4, 19}) EXPECT_TRUE(c->lookup(keyOf(i))) << i;
+  EXPECT_EQ(c->stats().entries, 20u);  // 19 of the first 20, and 101
+  EXPECT_EQ(recorded, 19u);
+}
+
 TEST(RegionCache, AFlippedBitIsAMissCountedOnceAndTheEntryIsDropped) {
   Cache c(4);
   for (std::uint64_t i = 0; i < 5; ++i)

@@ -1,0 +1,110 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "common/Result.h"
+#include "common/Status.h"
+
+// The daemon's control protocol (docs/CONTROL.md): the CLI's warm, status and evict commands
+// send one request over the daemon's Unix socket and read replies until the last one. Each
+// message is a frame: a 4-byte little-endian length, then the payload: the protocol version,
+// the message type, and the fields (common/Encoding.h). A peer that speaks another version gets
+// an ErrorReply naming both versions.
+namespace tierfs::control {
+
+inline constexpr std::uint8_t kProtocolVersion = 1;
+inline constexpr std::uint32_t kMaxFrame = 16 << 20;
+
+// Paths are relative to the mount's root ("" or "." is the root itself).
+struct StatusRequest {
+  std::string path;  // "": the daemon only
+  friend bool operator==(const StatusRequest&, const StatusRequest&) = default;
+};
+struct WarmRequest {
+  std::vector<std::string> paths;
+  std::uint32_t parallel = 8;  // chunks fetched at once
+  friend bool operator==(const WarmRequest&, const WarmRequest&) = default;
+};
+struct EvictRequest {
+  std::vector<std::string> paths;
+  friend bool operator==(const EvictRequest&, const EvictRequest&) = default;
+};
+using Request = std::variant<StatusRequest, WarmRequest, EvictRequest>;
+
+// Files and bytes of a tree, and how much of them the cache holds on this node.
+struct TreeCounts {
+  std::uint64_t files = 0;
+  std::uint64_t bytes = 0;        // logical (what stat shows)
+  std::uint64_t cachedFiles = 0;  // files whose every chunk is cached
+  std::uint64_t cachedBytes = 0;  // logical bytes of the chunks cached
+  friend bool operator==(const TreeCounts&, const TreeCounts&) = default;
+};
+
+// The daemon's cache: what `tierfs status` shows.
+struct DaemonStatus {
+  std::string mountpoint;
+  std::string backend;
+  std::uint64_t capacityBytes = 0;  // of the cache devices (0: memory only)
+  std::uint64_t usedBytes = 0;
+  std::uint64_t entries = 0;
+  std::uint64_t hits = 0;    // memory and device
+  std::uint64_t misses = 0;  // reads from the back end
+  std::uint64_t bytesFromCache = 0;
+  std::uint64_t bytesFromBackend = 0;
+  std::uint64_t evictedRegions = 0;
+  std::uint64_t corruptions = 0;
+  std::uint64_t warmJobs = 0;  // running now
+  friend bool operator==(const DaemonStatus&, const DaemonStatus&) = default;
+};
+
+struct StatusReply {
+  DaemonStatus daemon;
+  std::optional<TreeCounts> tree;  // when a path was asked about
+  friend bool operator==(const StatusReply&, const StatusReply&) = default;
+};
+
+struct Failure {
+  std::string path;
+  std::string message;
+  friend bool operator==(const Failure&, const Failure&) = default;
+};
+
+// Sent while a warm-up runs (every ~250 ms) and once at its end (`done`).
+struct WarmProgress {
+  TreeCounts total;  // of the trees named (files, bytes)
+  TreeCounts done;   // files and bytes handled so far; cached* = already cached before
+  std::uint64_t fetchedBytes = 0;  // stored bytes read from the back end
+  bool finished = false;
+  std::vector<Failure> failures;  // the files that could not be cached (in the last reply)
+  friend bool operator==(const WarmProgress&, const WarmProgress&) = default;
+};
+
+struct EvictReply {
+  TreeCounts evicted;  // files and bytes of the trees; cached* = what was dropped
+  friend bool operator==(const EvictReply&, const EvictReply&) = default;
+};
+
+struct ErrorReply {
+  Status error;
+  friend bool operator==(const ErrorReply&, const ErrorReply&) = default;
+};
+
+using Reply = std::variant<StatusReply, WarmProgress, EvictReply, ErrorReply>;
+
+std::string encodeRequest(const Request& request);
+Result<Request> decodeRequest(std::string_view payload);
+std::string encodeReply(const Reply& reply);
+Result<Reply> decodeReply(std::string_view payload);
+
+// One frame over a connected stream socket. sendFrame never raises SIGPIPE: a peer that is gone
+// is an Unavailable status. recvFrame gives nullopt at a clean end of stream (no partial frame).
+Status sendFrame(int fd, std::string_view payload);
+Result<std::optional<std::string>> recvFrame(int fd);
+
+}  // namespace tierfs::control

@@ -1,0 +1,58 @@
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cache/ChunkCache.h"
+#include "common/control/Protocol.h"
+#include "fs/Volume.h"
+
+namespace tierfs::fs {
+
+// What the control commands do with trees of the volume in this node's cache (warm, status
+// PATH, evict): walk the committed tree in the store (directories a page at a time) and ask the
+// chunk cache about each file's chunks. Paths are relative to the volume's root, without "..".
+// Bytes are the files' data bytes (holes, which have no chunk, are left out). A file counts as
+// cached when every one of its chunks is.
+//
+// Thread-safe; calls block on the store.
+class TreeCache {
+ public:
+  TreeCache(Volume& volume, cache::ChunkCache& cache) : volume_(volume), cache_(cache) {}
+
+  // How much of the trees this node holds, from the cache's index (no data is read).
+  Result<control::TreeCounts> measure(const std::vector<std::string>& paths);
+  // Drops the trees' chunks from this node's cache; cached* of the result: what was dropped.
+  Result<control::TreeCounts> evict(const std::vector<std::string>& paths);
+
+  // Fetches whatever of the trees is not cached, `parallel` chunks at a time. `report` gets the
+  // progress about every `interval` and at the end (finished); it returns false to cancel (the
+  // client is gone), after which no new chunk is started. Failed files are named in the result;
+  // a tree that cannot be walked is an error.
+  Result<control::WarmProgress> warm(
+      const std::vector<std::string>& paths, unsigned parallel, Duration interval,
+      const std::function<bool(const control::WarmProgress&)>& report);
+
+ private:
+  struct Chunk {
+    cache::ChunkKey key;
+    std::uint64_t bytes = 0;  // of the file's data in it
+  };
+  struct File {
+    std::string path;
+    std::vector<Chunk> chunks;
+  };
+  using FileFn = std::function<Status(const std::string& path, const Inode& inode)>;
+
+  Result<Dentry> resolve(const std::string& path);
+  Status walk(const std::string& path, const FileFn& fn);
+  Status walkDir(Ino dir, const std::string& path, const FileFn& fn);
+  std::vector<Chunk> chunksOf(const Inode& inode) const;
+  Result<std::vector<File>> filesOf(const std::vector<std::string>& paths);
+
+  Volume& volume_;
+  cache::ChunkCache& cache_;
+};
+
+}  // namespace tierfs::fs

@@ -1,0 +1,320 @@
+#include "tools/ControlCommands.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "common/Units.h"
+#include "common/control/Socket.h"
+#include "tools/CopyProgress.h"
+
+namespace tierfs::tools {
+namespace {
+
+namespace ctl = control;
+constexpr const char* kSocketXattr = "user.tierfs.control_socket";
+
+int fail(const char* command, const Status& s) {
+  std::fprintf(stderr, "tierfs %s: %s\n", command, s.toString().c_str());
+  return 1;
+}
+
+// A path inside a tierfs mount: the daemon's socket, the mount point, the path below it.
+struct Target {
+  std::string socket;
+  std::string mountpoint;
+  std::string relative;  // "" for the mount point itself
+};
+
+Result<Target> locate(const std::string& path) {
+  char real[PATH_MAX];
+  if (::realpath(path.c_str(), real) == nullptr) return failure(Status::fromErrno(errno, path));
+  struct stat st {};
+  if (::stat(real, &st) != 0) return failure(Status::fromErrno(errno, path));
+  // The mount point is the topmost directory on the same device.
+  std::filesystem::path root(real);
+  if (!S_ISDIR(st.st_mode)) root = root.parent_path();
+  while (root.has_parent_path() && root != root.parent_path()) {
+    struct stat up {};
+    if (::stat(root.parent_path().c_str(), &up) != 0 || up.st_dev != st.st_dev) break;
+    root = root.parent_path();
+  }
+  char socket[PATH_MAX];
+  const ssize_t n = ::getxattr(root.c_str(), kSocketXattr, socket, sizeof socket - 1);
+  if (n < 0) {
+    return failure(Status::invalidArgument(
+        fmt::format("{} is not in a tierfs mount ({} has no control socket: {})", path,
+                    root.string(), std::strerror(errno))));
+  }
+  Target t{std::string(socket, static_cast<std::size_t>(n)), root.string(), ""};
+  const auto rel = std::filesystem::path(real).lexically_relative(root);
+  if (rel != ".") t.relative = rel.string();
+  return t;
+}
+
+// The mount points of the tierfs mounts of this node (from /proc/self/mounts).
+std::vector<std::string> tierfsMounts() {
+  std::vector<std::string> out;
+  std::ifstream mounts("/proc/self/mounts");
+  std::string source, point, type, rest;
+  while (mounts >> source >> point >> type && std::getline(mounts, rest)) {
+    if (type == "fuse.tierfs") out.push_back(point);
+  }
+  return out;
+}
+
+// Sends one request to the daemon behind `t` and hands each reply to `onReply`; an ErrorReply
+// ends the call with its status.
+Status request(const Target& t, const ctl::Request& r,
+               const std::function<bool(const ctl::Reply&)>& onReply) {
+  TIERFS_ASSIGN_OR_RETURN(UniqueFd fd, ctl::connectTo(t.socket));
+  Status error;
+  TIERFS_RETURN_IF_ERROR(ctl::call(fd.get(), r, [&](const ctl::Reply& reply) {
+    if (const auto* e = std::get_if<ctl::ErrorReply>(&reply)) {
+      error = e->error;
+      return false;
+    }
+    return onReply(reply);
+  }));
+  return error;
+}
+
+std::string percent(std::uint64_t part, std::uint64_t whole) {
+  return whole == 0 ? "100.0%" : fmt::format("{:.1f}%", 100.0 * part / whole);
+}
+
+std::string countsJson(const ctl::TreeCounts& c) {
+  return fmt::format(R"({{"files":{},"bytes":{},"cached_files":{},"cached_bytes":{}}})", c.files,
+                     c.bytes, c.cachedFiles, c.cachedBytes);
+}
+
+std::string jsonString(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (static_cast<unsigned char>(ch) < 0x20) {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned>(ch));
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+// ---------------------------------------------------------------- status
+
+void printStatus(const ctl::StatusReply& r, const std::string& path, bool json) {
+  const ctl::DaemonStatus& d = r.daemon;
+  if (json) {
+    std::string tree =
+        r.tree ? fmt::format(R"(,"path":{},"tree":{})", jsonString(path), countsJson(*r.tree)) : "";
+    fmt::print(R"({{"mountpoint":{},"backend":{},"capacity_bytes":{},"used_bytes":{},"entries":{},)"
+               R"("hits":{},"misses":{},"bytes_from_cache":{},"bytes_from_backend":{},)"
+               R"("evicted_regions":{},"corruptions":{},"warm_jobs":{}{}}})"
+               "\n",
+               jsonString(d.mountpoint), jsonString(d.backend), d.capacityBytes, d.usedBytes,
+               d.entries, d.hits, d.misses, d.bytesFromCache, d.bytesFromBackend, d.evictedRegions,
+               d.corruptions, d.warmJobs, tree);
+    return;
+  }
+  if (r.tree) {
+    const ctl::TreeCounts& t = *r.tree;
+    fmt::print("{}: {} of {} files cached ({}), {} of {} ({})\n", path, t.cachedFiles, t.files,
+               percent(t.cachedFiles, t.files), formatSize(t.cachedBytes), formatSize(t.bytes),
+               percent(t.cachedBytes, t.bytes));
+    return;
+  }
+  fmt::print("{} ({})\n", d.mountpoint, d.backend);
+  if (d.capacityBytes > 0) {
+    fmt::print("  cache: {} of {} used ({}), {} free, {} chunks\n", formatSize(d.usedBytes),
+               formatSize(d.capacityBytes), percent(d.usedBytes, d.capacityBytes),
+               formatSize(d.capacityBytes - std::min(d.usedBytes, d.capacityBytes)), d.entries);
+  } else {
+    fmt::print("  cache: memory only (no cache device)\n");
+  }
+  fmt::print("  hit ratio: {} ({} hits, {} misses); {} from cache devices, {} from the back end\n",
+             percent(d.hits, d.hits + d.misses), d.hits, d.misses, formatSize(d.bytesFromCache),
+             formatSize(d.bytesFromBackend));
+  fmt::print("  evicted regions: {}, corrupt entries: {}, warm-ups running: {}\n", d.evictedRegions,
+             d.corruptions, d.warmJobs);
+}
+
+int runStatus(const std::vector<std::string>& paths, bool json) {
+  std::vector<std::pair<Target, std::string>> targets;  // and the path as the user named it
+  if (paths.empty()) {
+    for (const std::string& m : tierfsMounts()) {
+      auto t = locate(m);
+      if (!t) return fail("status", t.error());
+      targets.emplace_back(*t, "");
+    }
+    if (targets.empty()) return fail("status", Status::notFound("no tierfs mount on this node"));
+  }
+  for (const std::string& p : paths) {
+    auto t = locate(p);
+    if (!t) return fail("status", t.error());
+    targets.emplace_back(*t, p);
+  }
+  int code = 0;
+  for (const auto& [t, named] : targets) {
+    // The root itself is asked for as ".", so that "" still means the daemon alone.
+    ctl::StatusRequest r{named.empty() ? "" : (t.relative.empty() ? "." : t.relative)};
+    Status s = request(t, r, [&](const ctl::Reply& reply) {
+      if (const auto* st = std::get_if<ctl::StatusReply>(&reply)) printStatus(*st, named, json);
+      return false;
+    });
+    if (!s.isOk()) code = fail("status", s);
+  }
+  return code;
+}
+
+// ---------------------------------------------------------------- warm
+
+// Ctrl-C (or SIGTERM) ends the command at once; the daemon sees the connection close and
+// cancels the job. Installed even when the signal came in ignored (a background job of a
+// script), so that interrupting a warm-up always stops it.
+void onInterrupt(int) {
+  static const char kMessage[] = "\ntierfs warm: interrupted: the daemon cancels the warm-up\n";
+  (void)!::write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
+  ::_exit(130);
+}
+
+void exitOnInterrupt() {
+  struct sigaction action {};
+  action.sa_handler = onInterrupt;
+  sigemptyset(&action.sa_mask);
+  ::sigaction(SIGINT, &action, nullptr);
+  ::sigaction(SIGTERM, &action, nullptr);
+}
+
+int runWarm(const std::vector<std::string>& paths, unsigned parallel, bool json) {
+  // One request per mount (the paths of one mount together).
+  std::map<std::string, std::pair<Target, std::vector<std::string>>> byMount;
+  for (const std::string& p : paths) {
+    auto t = locate(p);
+    if (!t) return fail("warm", t.error());
+    auto& slot = byMount[t->socket];
+    slot.first = *t;
+    slot.second.push_back(t->relative.empty() ? "." : t->relative);
+  }
+  exitOnInterrupt();
+  const bool terminal = ::isatty(STDERR_FILENO) == 1 && !json;
+  int code = 0;
+  for (const auto& [socket, entry] : byMount) {
+    const auto& [target, relative] = entry;
+    copy::Progress progress("warm", terminal);
+    progress.startCopy();
+    std::uint64_t files = 0, bytes = 0;
+    Clock::time_point nextLine = Clock::now();
+    ctl::WarmProgress last;
+    Status s = request(target, ctl::WarmRequest{relative, parallel}, [&](const ctl::Reply& reply) {
+      const auto* p = std::get_if<ctl::WarmProgress>(&reply);
+      if (p == nullptr) return false;
+      last = *p;
+      if (files == 0 && bytes == 0) progress.addTotals(p->total.files, p->total.bytes);
+      for (; files < p->done.files; ++files) progress.fileDone();
+      progress.addBytes(p->done.bytes - std::min(bytes, p->done.bytes));
+      bytes = std::max(bytes, p->done.bytes);
+      if (json) {
+        fmt::print(R"({{"total":{},"done":{},"fetched_bytes":{},"finished":{}}})"
+                   "\n",
+                   countsJson(p->total), countsJson(p->done), p->fetchedBytes, p->finished);
+        std::fflush(stdout);
+      } else if (terminal) {
+        progress.draw();
+      } else if (Clock::now() >= nextLine || p->finished) {
+        std::fprintf(stderr, "%s\n", progress.line().c_str());
+        nextLine = Clock::now() + std::chrono::seconds(5);
+      }
+      return !p->finished;
+    });
+    progress.clear();
+    if (!s.isOk()) {
+      code = fail("warm", s);
+      continue;
+    }
+    if (!last.finished) {
+      code = fail("warm", Status::unavailable("the daemon ended the warm-up without an answer"));
+      continue;
+    }
+    if (!json) {
+      fmt::print("warmed {}: {} of {} files cached, {} of {}, {} fetched from the back end\n",
+                 target.mountpoint, last.done.cachedFiles, last.total.files,
+                 formatSize(last.done.cachedBytes), formatSize(last.total.bytes),
+                 formatSize(last.fetchedBytes));
+    }
+    if (!last.failures.empty() || last.done.cachedFiles != last.total.files) {
+      std::fprintf(stderr, "tierfs warm: %zu file(s) could not be cached:\n", last.failures.size());
+      for (const auto& f : last.failures) {
+        std::fprintf(stderr, "  %s/%s: %s\n", target.mountpoint.c_str(), f.path.c_str(),
+                     f.message.c_str());
+      }
+      code = 1;
+    }
+  }
+  return code;
+}
+
+// ---------------------------------------------------------------- evict
+
+int runEvict(const std::vector<std::string>& paths) {
+  int code = 0;
+  for (const std::string& p : paths) {
+    auto t = locate(p);
+    if (!t) return fail("evict", t.error());
+    Status s = request(*t, ctl::EvictRequest{{t->relative.empty() ? "." : t->relative}},
+                       [&](const ctl::Reply& reply) {
+                         if (const auto* e = std::get_if<ctl::EvictReply>(&reply)) {
+                           fmt::print("{}: dropped {} of {} files ({}) from this node's cache\n", p,
+                                      e->evicted.cachedFiles, e->evicted.files,
+                                      formatSize(e->evicted.cachedBytes));
+                         }
+                         return false;
+                       });
+    if (!s.isOk()) code = fail("evict", s);
+  }
+  return code;
+}
+
+}  // namespace
+
+void addControlCommands(CLI::App& app, int& exitCode) {
+  struct Args {
+    std::vector<std::string> paths;
+    unsigned parallel = 16;
+    bool json = false;
+  };
+  auto args = std::make_shared<Args>();
+
+  auto* status = app.add_subcommand(
+      "status", "the cache of this node's tierfs daemons, or how much of PATH it holds");
+  status->add_option("paths", args->paths, "files or trees inside a tierfs mount");
+  status->add_flag("--json", args->json, "print JSON");
+  status->callback([args, &exitCode] { exitCode = runStatus(args->paths, args->json); });
+
+  auto* warm = app.add_subcommand(
+      "warm", "load files and trees into this node's cache; exit 0 only when all is cached");
+  warm->add_option("paths", args->paths, "files or trees inside a tierfs mount")->required();
+  warm->add_option("--parallel", args->parallel, "chunks fetched at once")
+      ->check(CLI::Range(1, 1024));
+  warm->add_flag("--json", args->json, "print the progress as JSON lines");
+  warm->callback(
+      [args, &exitCode] { exitCode = runWarm(args->paths, args->parallel, args->json); });
+
+  auto* evict = app.add_subcommand("evict", "drop files and trees from this node's cache");
+  evict->add_option("paths", args->paths, "files or trees inside a tierfs mount")->required();
+  evict->callback([args, &exitCode] { exitCode = runEvict(args->paths); });
+}
+
+}  // namespace tierfs::tools

@@ -1,0 +1,76 @@
+#include "tools/ControlService.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+namespace tierfs::tools {
+
+ControlService::ControlService(FsStack& stack, std::string mountpoint)
+    : stack_(stack), mountpoint_(std::move(mountpoint)), trees_(*stack.volume, *stack.chunks) {}
+
+void ControlService::handle(const control::Request& request, control::Connection& c) {
+  if (const auto* r = std::get_if<control::StatusRequest>(&request)) return status(*r, c);
+  if (const auto* r = std::get_if<control::WarmRequest>(&request)) return warm(*r, c);
+  evict(std::get<control::EvictRequest>(request), c);
+}
+
+control::DaemonStatus ControlService::daemonStatus() const {
+  const cache::ChunkCacheStats s = stack_.chunks->stats();
+  control::DaemonStatus d;
+  d.mountpoint = mountpoint_;
+  d.backend = stack_.store->describe();
+  d.capacityBytes = s.deviceCapacityBytes;
+  d.usedBytes = s.deviceUsedBytes;
+  d.entries = s.deviceEntries;
+  d.hits = s.memoryHits + s.deviceHits;
+  d.misses = s.backendReads;
+  d.bytesFromCache = s.bytesFromDevice;
+  d.bytesFromBackend = s.bytesFromBackend;
+  d.evictedRegions = s.deviceEvictedRegions;
+  d.corruptions = s.deviceCorruptions;
+  d.warmJobs = warmJobs_;
+  return d;
+}
+
+void ControlService::status(const control::StatusRequest& r, control::Connection& c) {
+  control::StatusReply reply{daemonStatus(), std::nullopt};
+  if (!r.path.empty()) {
+    auto tree = trees_.measure({r.path});
+    if (!tree) return (void)c.reply(control::ErrorReply{tree.error()});
+    reply.tree = *tree;
+  }
+  (void)c.reply(reply);
+}
+
+void ControlService::warm(const control::WarmRequest& r, control::Connection& c) {
+  ++warmJobs_;
+  spdlog::info("control: warm-up of {} path(s) started", r.paths.size());
+  auto result = trees_.warm(r.paths, r.parallel, std::chrono::milliseconds(250),
+                            [&](const control::WarmProgress& p) { return c.reply(p).isOk(); });
+  --warmJobs_;
+  if (!result) {
+    spdlog::info("control: warm-up ended: {}", result.error().toString());
+    return (void)c.reply(control::ErrorReply{result.error()});
+  }
+  spdlog::info("control: warm-up done: {} of {} files cached, {} MiB fetched, {} failed",
+               result->done.cachedFiles, result->total.files, result->fetchedBytes >> 20,
+               result->failures.size());
+  (void)c.reply(*result);
+}
+
+void ControlService::evict(const control::EvictRequest& r, control::Connection& c) {
+  auto evicted = trees_.evict(r.paths);
+  if (!evicted) return (void)c.reply(control::ErrorReply{evicted.error()});
+  spdlog::info("control: evicted {} files ({} MiB)", evicted->cachedFiles,
+               evicted->cachedBytes >> 20);
+  (void)c.reply(control::EvictReply{*evicted});
+}
+
+Result<std::unique_ptr<control::Server>> startControl(const DaemonConfig& cfg,
+                                                      ControlService& service) {
+  return control::Server::start(
+      control::ServerOptions{.path = cfg.controlSocket, .owner = ::geteuid()},
+      [&service](const control::Request& r, control::Connection& c) { service.handle(r, c); });
+}
+
+}  // namespace tierfs::tools
