@@ -7,6 +7,7 @@
 #include "backends/SyncStore.h"
 #include "cache/ChunkCodec.h"
 #include "cache/ChunkKey.h"
+#include "cache/FetchScheduler.h"
 #include "common/Bytes.h"
 
 // The one header fs/ uses to reach file data: chunks by key, read through whatever cache tiers
@@ -42,8 +43,10 @@ class ChunkCache {
  public:
   virtual ~ChunkCache() = default;
 
-  // The raw (decoded) bytes of a chunk.
-  virtual void read(const ChunkKey& key, Callback<Bytes> done) = 0;
+  // The raw (decoded) bytes of a chunk. `priority` orders the back-end read, if one is needed,
+  // among the others (cache/FetchScheduler.h).
+  virtual void read(const ChunkKey& key, Callback<Bytes> done,
+                    Priority priority = Priority::kDemand) = 0;
   // The same for a caller that waits for the answer anyway (a reader's own request): the cache
   // may do the work on the caller's thread instead of handing it to its own. Never call from a
   // cache or store callback.
@@ -65,9 +68,12 @@ class ChunkCache {
   // Makes this node keep the chunk (a warm-up): fetched from the back end unless held already,
   // checked, and put on the devices whatever the admission policy. Yields the stored bytes
   // fetched (0 when it was held); NoSpace when the cache did not take it.
-  virtual void warm(const ChunkKey& key, Callback<std::uint64_t> done) = 0;
+  virtual void warm(const ChunkKey& key, Callback<std::uint64_t> done,
+                    Priority priority = Priority::kWarm) = 0;
   // Drops the chunk from every tier of this node (the back end keeps it).
   virtual void evict(const ChunkKey& key) = 0;
+  // Bytes the cache devices can still take before they must evict (0 without devices).
+  virtual std::uint64_t roomBytes() const = 0;
 
   virtual ChunkCacheStats stats() const = 0;
 };
@@ -84,6 +90,8 @@ struct MemoryChunkCacheOptions {
   // threads that read them (a device answers many reads at once).
   DeviceTier* device = nullptr;
   unsigned deviceThreads = 8;
+  FetchSchedulerOptions fetch;         // limits and priorities of back-end reads
+  std::uint64_t chunkBytes = 4 << 20;  // the volume's chunk size: a read's expected bytes
 };
 
 // A chunk cache in process memory (LRU by bytes) over an object store, with the cache devices

@@ -18,15 +18,16 @@ class MemoryChunkCache final : public ChunkCache {
       : store_(store),
         options_(options),
         codecPool_(options.codecThreads, "chunk-codec"),
-        devicePool_(options.device ? options.deviceThreads : 0, "cache-device") {}
+        devicePool_(options.device ? options.deviceThreads : 0, "cache-device"),
+        scheduler_(store, options.fetch) {}
 
-  void read(const ChunkKey& key, Callback<Bytes> done) override {
-    start(key, std::move(done), false);
+  void read(const ChunkKey& key, Callback<Bytes> done, Priority priority) override {
+    start(key, std::move(done), false, priority);
   }
 
   // A device hit is then read and decoded on the waiting thread: one hand-off fewer per read.
   Result<Bytes> readWaiting(const ChunkKey& key) override {
-    return backends::waitFor<Bytes>([&](auto cb) { start(key, cb, true); });
+    return backends::waitFor<Bytes>([&](auto cb) { start(key, cb, true, Priority::kDemand); });
   }
 
   void write(const ChunkKey& key, Bytes raw, Callback<std::uint64_t> done) override {
@@ -67,29 +68,35 @@ class MemoryChunkCache final : public ChunkCache {
     return entries_.count(key) > 0;
   }
 
-  void warm(const ChunkKey& key, Callback<std::uint64_t> done) override {
+  void warm(const ChunkKey& key, Callback<std::uint64_t> done, Priority priority) override {
     if (holds(key)) return done(std::uint64_t{0});
-    store_.read(key.objectName(), 0, backends::kToEnd,
-                [this, key, done = std::move(done)](Result<Bytes> frame) mutable {
-                  codecPool_.post([this, key, frame = std::move(frame), done]() {
-                    if (!frame) return done(failure(frame.error()));
-                    count(&ChunkCacheStats::backendReads, &ChunkCacheStats::bytesFromBackend,
-                          frame->size());
-                    Result<Bytes> raw = decode(*frame);  // never keep a damaged frame
-                    if (!raw) return done(failure(raw.error()));
-                    if (options_.device) {
-                      options_.device->insert(key, *frame, *raw, Origin::kWarmed);
-                    } else {
-                      insert(key, *raw);
-                    }
-                    if (!holds(key)) {
-                      return done(failure(Status::noSpace(fmt::format(
-                          "chunk {}: the cache took no more (full, or every region protected)",
-                          key.objectName()))));
-                    }
-                    done(std::uint64_t{frame->size()});
-                  });
-                });
+    scheduler_.read(key.objectName(), priority, options_.chunkBytes,
+                    [this, key, done = std::move(done)](Result<Bytes> frame) mutable {
+                      codecPool_.post([this, key, frame = std::move(frame), done]() {
+                        if (!frame) return done(failure(frame.error()));
+                        count(&ChunkCacheStats::backendReads, &ChunkCacheStats::bytesFromBackend,
+                              frame->size());
+                        Result<Bytes> raw = decode(*frame);  // never keep a damaged frame
+                        if (!raw) return done(failure(raw.error()));
+                        if (options_.device) {
+                          options_.device->insert(key, *frame, *raw, Origin::kWarmed);
+                        } else {
+                          insert(key, *raw);
+                        }
+                        if (!holds(key)) {
+                          return done(failure(Status::noSpace(fmt::format(
+                              "chunk {}: the cache took no more (full, or every region protected)",
+                              key.objectName()))));
+                        }
+                        done(std::uint64_t{frame->size()});
+                      });
+                    });
+  }
+
+  std::uint64_t roomBytes() const override {
+    if (!options_.device) return 0;
+    const RegionCacheStats s = options_.device->stats();
+    return s.capacityBytes - std::min(s.usedBytes, s.capacityBytes);
   }
 
   void evict(const ChunkKey& key) override {
@@ -102,8 +109,9 @@ class MemoryChunkCache final : public ChunkCache {
 
   // A memory hit answers at once; a miss joins the fetch under way or starts one: from the
   // devices (on the caller's thread, or a device thread), else from the back end.
-  void start(const ChunkKey& key, Callback<Bytes> done, bool onCallersThread) {
+  void start(const ChunkKey& key, Callback<Bytes> done, bool onCallersThread, Priority priority) {
     std::optional<Bytes> hit;
+    bool joined = false;
     {
       std::lock_guard lock(mu_);
       hit = lookupLocked(key);
@@ -111,13 +119,19 @@ class MemoryChunkCache final : public ChunkCache {
       if (!hit) {
         auto [it, first] = inFlight_.try_emplace(key);
         it->second.push_back(std::move(done));
-        if (!first) return;  // the fetch under way answers this caller too
+        joined = !first;
       }
     }
+    if (joined) {
+      // The fetch under way answers this caller too; if it is still queued behind more urgent
+      // work (read-ahead that a reader has caught up with), it moves up.
+      scheduler_.raise(key.objectName(), priority);
+      return;
+    }
     if (hit) return done(std::move(*hit));
-    if (!options_.device) return fetch(key);
-    if (onCallersThread) return readFromDevice(key);
-    devicePool_.post([this, key] { readFromDevice(key); });
+    if (!options_.device) return fetch(key, priority);
+    if (onCallersThread) return readFromDevice(key, priority);
+    devicePool_.post([this, key, priority] { readFromDevice(key, priority); });
   }
 
   ChunkCacheStats stats() const override {
@@ -152,7 +166,7 @@ class MemoryChunkCache final : public ChunkCache {
 
   // On a device-pool thread: a hit is decoded there; a miss, or a frame that passed the entry's
   // checksum yet does not decode, goes to the back end.
-  void readFromDevice(const ChunkKey& key) {
+  void readFromDevice(const ChunkKey& key, Priority priority) {
     if (std::optional<Bytes> frame = options_.device->lookup(key)) {
       if (Result<Bytes> raw = decode(*frame)) {
         count(&ChunkCacheStats::deviceHits, &ChunkCacheStats::bytesFromDevice, frame->size());
@@ -160,19 +174,22 @@ class MemoryChunkCache final : public ChunkCache {
       }
       options_.device->erase(key);
     }
-    fetch(key);
+    fetch(key, priority);
   }
 
-  void fetch(const ChunkKey& key) {
-    store_.read(key.objectName(), 0, backends::kToEnd, [this, key](Result<Bytes> frame) {
-      codecPool_.post([this, key, frame = std::move(frame)]() mutable {
-        if (!frame) return finishRead(key, failure(frame.error()));
-        count(&ChunkCacheStats::backendReads, &ChunkCacheStats::bytesFromBackend, frame->size());
-        Result<Bytes> raw = decode(*frame);
-        if (raw && options_.device) options_.device->insert(key, *frame, *raw, Origin::kFetched);
-        finishRead(key, std::move(raw));
-      });
-    });
+  void fetch(const ChunkKey& key, Priority priority) {
+    scheduler_.read(key.objectName(), priority, options_.chunkBytes,
+                    [this, key](Result<Bytes> frame) {
+                      codecPool_.post([this, key, frame = std::move(frame)]() mutable {
+                        if (!frame) return finishRead(key, failure(frame.error()));
+                        count(&ChunkCacheStats::backendReads, &ChunkCacheStats::bytesFromBackend,
+                              frame->size());
+                        Result<Bytes> raw = decode(*frame);
+                        if (raw && options_.device)
+                          options_.device->insert(key, *frame, *raw, Origin::kFetched);
+                        finishRead(key, std::move(raw));
+                      });
+                    });
   }
 
   void count(std::uint64_t ChunkCacheStats::*reads, std::uint64_t ChunkCacheStats::*bytes,
@@ -235,6 +252,8 @@ class MemoryChunkCache final : public ChunkCache {
   // Last: their destructors run queued tasks, which use the members above.
   ThreadPool codecPool_;
   ThreadPool devicePool_;
+  // Last, so first to go: it waits for the reads in flight, whose callbacks use the pools.
+  FetchScheduler scheduler_;
 };
 
 }  // namespace

@@ -94,9 +94,12 @@ std::size_t DataReader::prefetch(Ino ino, const std::vector<Extent>& extents, st
   auto pending = std::make_shared<std::atomic<std::size_t>>(keys.size());
   auto finish = std::make_shared<std::function<void()>>(std::move(done));
   for (const cache::ChunkKey& key : keys) {
-    cache_.read(key, [pending, finish](const Result<Bytes>&) {
-      if (pending->fetch_sub(1) == 1) (*finish)();
-    });
+    cache_.read(
+        key,
+        [pending, finish](const Result<Bytes>&) {
+          if (pending->fetch_sub(1) == 1) (*finish)();
+        },
+        cache::Priority::kReadAhead);
   }
   return keys.size();
 }

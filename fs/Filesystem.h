@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "cache/ListingCache.h"
 #include "common/TimerQueue.h"
 #include "fs/DataReader.h"
+#include "fs/DatasetSweep.h"
 #include "fs/DentryCache.h"
 #include "fs/FileWriter.h"
 #include "fs/InodeTable.h"
@@ -38,6 +40,7 @@ struct FsOptions {
   bool readOnly = false;
   std::string controlSocket;   // the daemon's control socket, shown in an xattr of the root
   ReadAheadOptions readAhead;  // its chunkSize is ignored: the volume's is used
+  SweepOptions sweep;          // dataset sweeps (they need cache devices)
 };
 
 // Who makes a call: the owner of what it creates.
@@ -153,9 +156,17 @@ class Filesystem {
   // Commits every file with unflushed changes and runs the pending chunk removals: unmount.
   Status flushAll();
 
+  // Calls `fn` (on FUSE threads: it must be quick) with each file opened from now on, or on a
+  // read-only mount (no OPEN) each file read from its start, until the token is dropped.
+  using AccessFn = std::function<void(Ino)>;
+  std::shared_ptr<void> watchAccess(AccessFn fn);
+
   const Volume& volume() const { return volume_; }
   std::size_t nodeCount() const { return nodes_.size(); }
   ReadAhead::Counters readAheadCounters() const { return readAhead_.counters(); }
+  DatasetSweep::Stats sweepStats() const {
+    return sweep_ ? sweep_->stats() : DatasetSweep::Stats{};
+  }
 
  private:
   struct Commit {
@@ -193,6 +204,7 @@ class Filesystem {
   void entriesChanged(Ino dir);  // read the directory's times again at its next getattr
   Result<std::uint64_t> storedBytes(const Inode& inode);
   Status checkWritable() const;
+  void noteAccess(Node& node);
 
   Volume& volume_;
   cache::ChunkCache& cache_;
@@ -202,7 +214,11 @@ class Filesystem {
   ReadAhead readAhead_;  // after reader_, which it uses
   InodeTable nodes_;
   DentryCache dentries_;
-  std::mutex gcMu_;  // guards the two below
+  std::mutex watchMu_;  // guards watchers_; held while they run
+  std::list<AccessFn> watchers_;
+  TreeCache trees_;
+  std::unique_ptr<DatasetSweep> sweep_;  // after trees_, which it uses
+  std::mutex gcMu_;                      // guards the two below
   std::uint64_t nextGcId_ = 1;
   std::map<std::uint64_t, std::pair<Ino, std::vector<PieceId>>> gcPending_;  // by job id
   TimerQueue gcTimers_;  // last: stopped first, before the state its callbacks use

@@ -20,7 +20,8 @@ constexpr std::string_view kCacheStatsXattr = "user.tierfs.cache_stats";
 constexpr std::string_view kControlSocketXattr = "user.tierfs.control_socket";
 
 // The chunk cache's counters, then the listing cache's (zeros without one).
-std::string toJson(const cache::ChunkCacheStats& s, const cache::ListingCacheStats& l) {
+std::string toJson(const cache::ChunkCacheStats& s, const cache::ListingCacheStats& l,
+                   const DatasetSweep::Stats& w) {
   return fmt::format(
       "{{\"memory_hits\":{},\"device_hits\":{},\"backend_reads\":{},"
       "\"bytes_from_device\":{},\"bytes_from_backend\":{},\"device_entries\":{},"
@@ -28,11 +29,12 @@ std::string toJson(const cache::ChunkCacheStats& s, const cache::ListingCacheSta
       "\"device_evicted_regions\":{},\"device_corruptions\":{},\"device_not_admitted\":{},"
       "\"device_framed_bytes\":{},\"device_raw_bytes\":{},\"device_failed\":{},"
       "\"listing_hits\":{},\"listing_misses\":{},\"listings_kept\":{},\"listing_bytes\":{},"
-      "\"listings_evicted\":{}}}",
+      "\"listings_evicted\":{},\"sweeps\":{},\"swept_files\":{},\"swept_bytes\":{}}}",
       s.memoryHits, s.deviceHits, s.backendReads, s.bytesFromDevice, s.bytesFromBackend,
       s.deviceEntries, s.deviceUsedBytes, s.deviceCapacityBytes, s.deviceOccupiedBytes,
       s.deviceEvictedRegions, s.deviceCorruptions, s.deviceNotAdmitted, s.deviceFramedBytes,
-      s.deviceRawBytes, s.deviceFailed, l.hits, l.misses, l.listings, l.bytes, l.evicted);
+      s.deviceRawBytes, s.deviceFailed, l.hits, l.misses, l.listings, l.bytes, l.evicted, w.sweeps,
+      w.files, w.fetchedBytes);
 }
 
 }  // namespace
@@ -160,7 +162,8 @@ Result<Inode> Filesystem::setattr(Ino ino, const SetAttr& change) {
 
 Result<std::string> Filesystem::getxattr(Ino ino, std::string_view name) {
   if (name == kCacheStatsXattr && ino == kRootIno) {
-    return toJson(cache_.stats(), listings_ ? listings_->stats() : cache::ListingCacheStats{});
+    return toJson(cache_.stats(), listings_ ? listings_->stats() : cache::ListingCacheStats{},
+                  sweepStats());
   }
   if (name == kControlSocketXattr && ino == kRootIno && !options_.controlSocket.empty()) {
     return options_.controlSocket;

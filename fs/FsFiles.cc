@@ -19,7 +19,10 @@ Filesystem::Filesystem(Volume& volume, cache::ChunkCache& cache, FsOptions optio
       options_(options),
       reader_(cache, volume.record().chunkSize),
       readAhead_(reader_, options.readAhead),
-      dentries_(options.attrTimeout, options.dentryCacheEntries) {
+      dentries_(options.attrTimeout, options.dentryCacheEntries),
+      trees_(volume, cache),
+      sweep_(options.sweep.enabled ? std::make_unique<DatasetSweep>(trees_, cache, options.sweep)
+                                   : nullptr) {
   // The root's dentry lives in the volume object; it is the one node the kernel never looks up.
   auto root = volume_.readDentry(Location::of(0, ""));
   Dentry d;
@@ -65,6 +68,7 @@ Result<std::unique_ptr<OpenFile>> Filesystem::open(Ino ino, int flags, bool* kee
   const int access = flags & O_ACCMODE;
   if (access != O_RDONLY) TIERFS_RETURN_IF_ERROR(checkWritable());
   TIERFS_RETURN_IF_ERROR(refreshIfStale(*n));  // close-to-open: see other nodes' commits
+  noteAccess(*n);
   auto file = std::make_unique<OpenFile>();
   file->node = n;
   file->writable = access != O_RDONLY;
@@ -116,6 +120,7 @@ Result<Bytes> Filesystem::readInode(Ino ino, std::uint64_t offset, std::uint64_t
     inode = n->dentry.inode;
   }
   if (!inode.isFile()) return failure(Status::posix(EISDIR, "read of a directory"));
+  if (offset == 0) noteAccess(*n);
   readAhead_.onRead(n->readAhead, ino, inode.extents, inode.size, offset, size);
   return reader_.read(ino, inode.extents, inode.size, offset, size);
 }
@@ -282,6 +287,32 @@ Status Filesystem::flushAll() {
   }
   for (std::uint64_t id : ids) runGc(id);
   return first;
+}
+
+std::shared_ptr<void> Filesystem::watchAccess(AccessFn fn) {
+  std::lock_guard lock(watchMu_);
+  auto it = watchers_.insert(watchers_.end(), std::move(fn));
+  return std::shared_ptr<void>(nullptr, [this, it](void*) {
+    std::lock_guard lock(watchMu_);
+    watchers_.erase(it);
+  });
+}
+
+void Filesystem::noteAccess(Node& n) {
+  if (sweep_) {
+    Ino parent = 0, grandparent = 0;
+    {
+      std::lock_guard lock(n.mu);
+      parent = n.parent;
+    }
+    if (auto p = nodes_.find(parent)) {
+      std::lock_guard lock(p->mu);
+      grandparent = p->parent;
+    }
+    sweep_->accessed(n.ino, parent, grandparent);
+  }
+  std::lock_guard lock(watchMu_);
+  for (const AccessFn& fn : watchers_) fn(n.ino);
 }
 
 }  // namespace tierfs::fs

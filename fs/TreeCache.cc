@@ -73,19 +73,72 @@ std::vector<TreeCache::Chunk> TreeCache::chunksOf(const Inode& inode) const {
   return out;
 }
 
-Result<std::vector<TreeCache::File>> TreeCache::filesOf(const std::vector<std::string>& paths) {
-  std::vector<File> files;
+Result<std::vector<TreeCache::File>> TreeCache::files(const std::vector<std::string>& paths) {
+  std::vector<File> out;
   for (const std::string& path : paths) {
     TIERFS_RETURN_IF_ERROR(walk(path, [&](const std::string& p, const Inode& inode) {
-      files.push_back({p, chunksOf(inode)});
+      out.push_back({p, inode.ino, chunksOf(inode)});
       return Status::ok();
     }));
   }
-  return files;
+  return out;
+}
+
+Result<std::vector<TreeCache::File>> TreeCache::filesUnder(Ino dir) {
+  std::vector<File> out;
+  TIERFS_RETURN_IF_ERROR(walkDir(dir, "", [&](const std::string& p, const Inode& inode) {
+    out.push_back({p, inode.ino, chunksOf(inode)});
+    return Status::ok();
+  }));
+  return out;
+}
+
+std::vector<std::optional<TreeCache::File>> TreeCache::filesAt(
+    const std::vector<std::string>& paths) {
+  // The regular files of each directory named, by name (nullopt: the directory is unreadable).
+  std::map<std::string, std::optional<std::map<std::string, Inode>>> dirs;
+  auto split = [](const std::string& path) {
+    const std::size_t slash = path.rfind('/');
+    return slash == std::string::npos
+               ? std::pair<std::string, std::string>{"", path}
+               : std::pair<std::string, std::string>{path.substr(0, slash), path.substr(slash + 1)};
+  };
+  for (const std::string& path : paths) {
+    const std::string dir = split(path).first;
+    if (dirs.contains(dir)) continue;
+    auto& entries = dirs[dir];
+    auto at = resolve(dir);
+    if (!at || !at->inode.isDir()) continue;
+    std::map<std::string, Inode> files;
+    std::string after;
+    for (;;) {
+      auto page = volume_.listDir(at->inode.ino, after, 1000);
+      if (!page) break;
+      for (auto& [name, dentry] : page->entries) {
+        if (dentry.inode.type == FileType::kRegular) files.emplace(name, dentry.inode);
+      }
+      if (!page->more || page->entries.empty()) break;
+      after = page->entries.back().first;
+    }
+    entries = std::move(files);
+  }
+  std::vector<std::optional<File>> out;
+  out.reserve(paths.size());
+  for (const std::string& path : paths) {
+    const auto [dir, name] = split(path);
+    const auto& entries = dirs[dir];
+    auto it = entries ? entries->find(name) : std::map<std::string, Inode>::const_iterator{};
+    if (!entries || it == entries->end()) {
+      out.emplace_back();
+    } else {
+      out.push_back(File{path, it->second.ino, chunksOf(it->second)});
+    }
+  }
+  return out;
 }
 
 Result<control::TreeCounts> TreeCache::measure(const std::vector<std::string>& paths) {
-  TIERFS_ASSIGN_OR_RETURN(std::vector<File> files, filesOf(paths));
+  TIERFS_ASSIGN_OR_RETURN(std::vector<File> files, this->files(paths));
   control::TreeCounts c;
   for (const File& f : files) {
     bool all = true;
@@ -104,7 +157,7 @@ Result<control::TreeCounts> TreeCache::measure(const std::vector<std::string>& p
 }
 
 Result<control::TreeCounts> TreeCache::evict(const std::vector<std::string>& paths) {
-  TIERFS_ASSIGN_OR_RETURN(std::vector<File> files, filesOf(paths));
+  TIERFS_ASSIGN_OR_RETURN(std::vector<File> files, this->files(paths));
   control::TreeCounts c;
   for (const File& f : files) {
     bool any = false;
@@ -124,7 +177,7 @@ Result<control::TreeCounts> TreeCache::evict(const std::vector<std::string>& pat
 Result<control::WarmProgress> TreeCache::warm(
     const std::vector<std::string>& paths, unsigned parallel, Duration interval,
     const std::function<bool(const control::WarmProgress&)>& report) {
-  TIERFS_ASSIGN_OR_RETURN(std::vector<File> files, filesOf(paths));
+  TIERFS_ASSIGN_OR_RETURN(std::vector<File> files, this->files(paths));
   struct State {
     std::mutex mu;
     std::condition_variable changed;

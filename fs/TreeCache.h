@@ -1,6 +1,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,22 +35,31 @@ class TreeCache {
       const std::vector<std::string>& paths, unsigned parallel, Duration interval,
       const std::function<bool(const control::WarmProgress&)>& report);
 
- private:
   struct Chunk {
     cache::ChunkKey key;
     std::uint64_t bytes = 0;  // of the file's data in it
   };
   struct File {
     std::string path;
+    Ino ino = 0;
     std::vector<Chunk> chunks;
   };
+  // The regular files of the trees, in walk order (a directory's entries by name).
+  Result<std::vector<File>> files(const std::vector<std::string>& paths);
+  // The same for the tree of a directory known by its inode (paths relative to it).
+  Result<std::vector<File>> filesUnder(Ino dir);
+  // The files at `paths`, in their order (nullopt for one that is missing or not a regular
+  // file). Each directory is listed once: 100,000 paths cost a listing per directory, not a
+  // lookup per path.
+  std::vector<std::optional<File>> filesAt(const std::vector<std::string>& paths);
+
+ private:
   using FileFn = std::function<Status(const std::string& path, const Inode& inode)>;
 
   Result<Dentry> resolve(const std::string& path);
   Status walk(const std::string& path, const FileFn& fn);
   Status walkDir(Ino dir, const std::string& path, const FileFn& fn);
   std::vector<Chunk> chunksOf(const Inode& inode) const;
-  Result<std::vector<File>> filesOf(const std::vector<std::string>& paths);
 
   Volume& volume_;
   cache::ChunkCache& cache_;

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 
 #include "common/Units.h"
@@ -185,7 +186,7 @@ int runStatus(const std::vector<std::string>& paths, bool json) {
 // cancels the job. Installed even when the signal came in ignored (a background job of a
 // script), so that interrupting a warm-up always stops it.
 void onInterrupt(int) {
-  static const char kMessage[] = "\ntierfs warm: interrupted: the daemon cancels the warm-up\n";
+  static const char kMessage[] = "\ntierfs: interrupted: the daemon ends the job\n";
   (void)!::write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
   ::_exit(130);
 }
@@ -266,6 +267,60 @@ int runWarm(const std::vector<std::string>& paths, unsigned parallel, bool json)
   return code;
 }
 
+// ---------------------------------------------------------------- hint
+
+// The paths of the order, one a line, from `file` ("-": standard input): absolute, or relative
+// to `base`.
+Result<std::vector<std::string>> readOrder(const std::string& file, const std::string& base) {
+  std::ifstream in;
+  if (file != "-") {
+    in.open(file);
+    if (!in) return failure(Status::fromErrno(errno, "reading the order from " + file));
+  }
+  std::istream& lines = file == "-" ? std::cin : in;
+  std::vector<std::string> out;
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.empty()) continue;
+    out.push_back(line.front() == '/' ? line : base + "/" + line);
+  }
+  return out;
+}
+
+int runHint(const std::string& base, const std::string& from, unsigned distance) {
+  exitOnInterrupt();
+  auto target = locate(base);
+  if (!target) return fail("hint", target.error());
+  auto paths = readOrder(from, base);
+  if (!paths) return fail("hint", paths.error());
+  ctl::HintRequest hint{{}, distance};
+  const std::string root = target->mountpoint + "/";
+  for (const std::string& p : *paths) {
+    const std::string abs = std::filesystem::absolute(p).lexically_normal().string();
+    if (!abs.starts_with(root)) {
+      return fail("hint", Status::invalidArgument(
+                              fmt::format("{} is not under the mount {}", p, target->mountpoint)));
+    }
+    hint.paths.push_back(abs.substr(root.size()));
+  }
+  ctl::HintReply last;
+  Status s = request(*target, hint, [&](const ctl::Reply& reply) {
+    const auto* h = std::get_if<ctl::HintReply>(&reply);
+    if (h == nullptr) return false;
+    if (!h->finished) {
+      std::fprintf(stderr,
+                   "tierfs hint: fetching ahead in the order of %llu files (%zu not found)\n",
+                   static_cast<unsigned long long>(h->files), hint.paths.size() - h->files);
+    }
+    last = *h;
+    return !h->finished;
+  });
+  if (!s.isOk()) return fail("hint", s);
+  fmt::print("hint: the reader reached {} of {} files; {} read ahead ({})\n", last.position,
+             last.files, last.prefetched, formatSize(last.bytes));
+  return 0;
+}
+
 // ---------------------------------------------------------------- evict
 
 int runEvict(const std::vector<std::string>& paths) {
@@ -294,6 +349,8 @@ void addControlCommands(CLI::App& app, int& exitCode) {
     std::vector<std::string> paths;
     unsigned parallel = 16;
     bool json = false;
+    std::string from = "-";
+    unsigned distance = 64;
   };
   auto args = std::make_shared<Args>();
 
@@ -311,6 +368,18 @@ void addControlCommands(CLI::App& app, int& exitCode) {
   warm->add_flag("--json", args->json, "print the progress as JSON lines");
   warm->callback(
       [args, &exitCode] { exitCode = runWarm(args->paths, args->parallel, args->json); });
+
+  auto* hint = app.add_subcommand(
+      "hint", "tell the daemon the order a reader will open files in: it fetches ahead in it");
+  hint->add_option("path", args->paths,
+                   "the mount (or a directory in it) the order's relative paths start from")
+      ->required()
+      ->expected(1);
+  hint->add_option("--from", args->from, "the order, a path a line (default: standard input)");
+  hint->add_option("--distance", args->distance, "files fetched ahead of the reader")
+      ->check(CLI::Range(1, 1 << 20));
+  hint->callback(
+      [args, &exitCode] { exitCode = runHint(args->paths.front(), args->from, args->distance); });
 
   auto* evict = app.add_subcommand("evict", "drop files and trees from this node's cache");
   evict->add_option("paths", args->paths, "files or trees inside a tierfs mount")->required();

@@ -1,7 +1,12 @@
 #include "tools/ControlService.h"
 
+#include <poll.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
+
+#include <cerrno>
+
+#include "fs/HintedPrefetch.h"
 
 namespace tierfs::tools {
 
@@ -11,6 +16,7 @@ ControlService::ControlService(FsStack& stack, std::string mountpoint)
 void ControlService::handle(const control::Request& request, control::Connection& c) {
   if (const auto* r = std::get_if<control::StatusRequest>(&request)) return status(*r, c);
   if (const auto* r = std::get_if<control::WarmRequest>(&request)) return warm(*r, c);
+  if (const auto* r = std::get_if<control::HintRequest>(&request)) return hint(*r, c);
   evict(std::get<control::EvictRequest>(request), c);
 }
 
@@ -64,6 +70,38 @@ void ControlService::evict(const control::EvictRequest& r, control::Connection& 
   spdlog::info("control: evicted {} files ({} MiB)", evicted->cachedFiles,
                evicted->cachedBytes >> 20);
   (void)c.reply(control::EvictReply{*evicted});
+}
+
+void ControlService::hint(const control::HintRequest& r, control::Connection& c) {
+  std::vector<fs::TreeCache::File> order;
+  for (auto& file : trees_.filesAt(r.paths)) {
+    if (file) order.push_back(std::move(*file));
+  }
+  const std::size_t missing = r.paths.size() - order.size();
+  auto job = std::make_shared<fs::HintedPrefetch>(*stack_.chunks, std::move(order), r.distance);
+  auto reply = [&job](bool finished) {
+    const fs::HintedPrefetch::Stats s = job->stats();
+    return control::HintReply{s.files, s.position, s.prefetched, s.bytes, finished};
+  };
+  spdlog::info("control: hinted order of {} files ({} not found), {} ahead", r.paths.size(),
+               missing, r.distance);
+  auto watch = stack_.filesystem->watchAccess([job](fs::Ino ino) { job->accessed(ino); });
+  if (!c.reply(reply(false)).isOk()) return;
+  // The hint lasts while the client keeps the connection, or until the reader reaches its end.
+  for (;;) {
+    if (job->finished()) {
+      (void)c.reply(reply(true));
+      break;
+    }
+    pollfd p{c.fd(), POLLIN | POLLRDHUP, 0};
+    const int n = ::poll(&p, 1, 200);
+    if (n < 0 && errno != EINTR) break;
+    if (n > 0) break;  // the client closed (or said something it should not): the hint ends
+  }
+  watch.reset();
+  const fs::HintedPrefetch::Stats s = job->stats();
+  spdlog::info("control: hint ended: reader at {} of {} files, {} prefetched ({} MiB)", s.position,
+               s.files, s.prefetched, s.bytes >> 20);
 }
 
 Result<std::unique_ptr<control::Server>> startControl(const DaemonConfig& cfg,

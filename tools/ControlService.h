@@ -21,6 +21,7 @@ class ControlService {
   void status(const control::StatusRequest& r, control::Connection& c);
   void warm(const control::WarmRequest& r, control::Connection& c);
   void evict(const control::EvictRequest& r, control::Connection& c);
+  void hint(const control::HintRequest& r, control::Connection& c);
   control::DaemonStatus daemonStatus() const;
 
   FsStack& stack_;

@@ -66,10 +66,24 @@ Status readFs(const ConfigSection& s, DaemonConfig& cfg) {
 }
 
 Status readPrefetch(const ConfigSection& s, DaemonConfig& cfg) {
-  TIERFS_RETURN_IF_ERROR(s.checkKeys({"max_window", "read_ahead_budget"}));
+  TIERFS_RETURN_IF_ERROR(
+      s.checkKeys({"max_window", "read_ahead_budget", "max_in_flight", "max_in_flight_bytes",
+                   "background_share", "background_bandwidth", "sweep", "sweep_after"}));
+  TIERFS_RETURN_IF_ERROR(s.getBool("sweep", cfg.fs.sweep.enabled));
+  std::int64_t after = cfg.fs.sweep.after;
+  TIERFS_RETURN_IF_ERROR(s.getInt("sweep_after", 2, 1 << 20, after));
+  cfg.fs.sweep.after = static_cast<unsigned>(after);
   fs::ReadAheadOptions& r = cfg.fs.readAhead;
   TIERFS_RETURN_IF_ERROR(s.getSize("max_window", r.maxWindow));
-  return s.getSize("read_ahead_budget", r.budget);
+  TIERFS_RETURN_IF_ERROR(s.getSize("read_ahead_budget", r.budget));
+  cache::FetchSchedulerOptions& f = cfg.cache.fetch;
+  std::int64_t inFlight = f.maxInFlight, share = f.backgroundPercent;
+  TIERFS_RETURN_IF_ERROR(s.getInt("max_in_flight", 1, 4096, inFlight));
+  TIERFS_RETURN_IF_ERROR(s.getInt("background_share", 1, 100, share));
+  f.maxInFlight = static_cast<unsigned>(inFlight);
+  f.backgroundPercent = static_cast<unsigned>(share);
+  TIERFS_RETURN_IF_ERROR(s.getSize("max_in_flight_bytes", f.maxInFlightBytes));
+  return s.getSize("background_bandwidth", f.backgroundBytesPerSecond);  // bytes per second
 }
 
 Status readControl(const ConfigSection& s, DaemonConfig& cfg) {
@@ -199,6 +213,7 @@ Result<std::unique_ptr<FsStack>> openFilesystem(const DaemonConfig& cfg, bool au
   cache::MemoryChunkCacheOptions cacheOptions = cfg.cache;
   cacheOptions.codec.codec = cfg.codec.value_or(record.codec);
   cacheOptions.codec.zstdLevel = cfg.zstdLevel.value_or(record.zstdLevel);
+  cacheOptions.chunkBytes = record.chunkSize;
   if (!cfg.devices.devices.empty()) {
     cache::DeviceTierOptions devices = cfg.devices;
     devices.owner = record.uuidString();
@@ -207,6 +222,7 @@ Result<std::unique_ptr<FsStack>> openFilesystem(const DaemonConfig& cfg, bool au
   }
   stack->chunks = cache::makeMemoryChunkCache(*stack->store, cacheOptions);
   fs::FsOptions fsOptions = cfg.fs;
+  fsOptions.sweep.enabled = fsOptions.sweep.enabled && stack->devices != nullptr;
   // A file's unflushed bytes must hold at least two chunks, or a writer could wait forever.
   fsOptions.dirtyLimitPerFile =
       std::max<std::uint64_t>(fsOptions.dirtyLimitPerFile, 2 * std::uint64_t{record.chunkSize});

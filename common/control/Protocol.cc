@@ -14,9 +14,11 @@ enum MessageType : std::uint8_t {
   kStatusRequest = 1,
   kWarmRequest = 2,
   kEvictRequest = 3,
+  kHintRequest = 4,
   kStatusReply = 64,
   kWarmProgress = 65,
   kEvictReply = 66,
+  kHintReply = 67,
   kErrorReply = 127,
 };
 
@@ -117,6 +119,12 @@ std::string encodeRequest(const Request& request) {
     e.putVarint(r->parallel);
     return e.take();
   }
+  if (const auto* r = std::get_if<HintRequest>(&request)) {
+    Encoder e = start(kHintRequest);
+    putStrings(e, r->paths);
+    e.putVarint(r->distance);
+    return e.take();
+  }
   Encoder e = start(kEvictRequest);
   putStrings(e, std::get<EvictRequest>(request).paths);
   return e.take();
@@ -143,6 +151,13 @@ Result<Request> decodeRequest(std::string_view payload) {
     case kEvictRequest: {
       EvictRequest r;
       TIERFS_ASSIGN_OR_RETURN(r.paths, getStrings(d, "paths"));
+      out = std::move(r);
+      break;
+    }
+    case kHintRequest: {
+      HintRequest r;
+      TIERFS_ASSIGN_OR_RETURN(r.paths, getStrings(d, "paths"));
+      TIERFS_ASSIGN_OR_RETURN(r.distance, d.varint32("distance"));
       out = std::move(r);
       break;
     }
@@ -177,6 +192,12 @@ std::string encodeReply(const Reply& reply) {
   if (const auto* r = std::get_if<EvictReply>(&reply)) {
     Encoder e = start(kEvictReply);
     putCounts(e, r->evicted);
+    return e.take();
+  }
+  if (const auto* r = std::get_if<HintReply>(&reply)) {
+    Encoder e = start(kHintReply);
+    for (std::uint64_t v : {r->files, r->position, r->prefetched, r->bytes}) e.putVarint(v);
+    e.putU8(r->finished ? 1 : 0);
     return e.take();
   }
   const Status& error = std::get<ErrorReply>(reply).error;
@@ -227,6 +248,17 @@ Result<Reply> decodeReply(std::string_view payload) {
     case kEvictReply: {
       EvictReply r;
       TIERFS_ASSIGN_OR_RETURN(r.evicted, getCounts(d));
+      out = std::move(r);
+      break;
+    }
+    case kHintReply: {
+      HintReply r;
+      for (std::uint64_t* v : {&r.files, &r.position, &r.prefetched, &r.bytes}) {
+        TIERFS_ASSIGN_OR_RETURN(*v, d.varint("hint counter"));
+      }
+      TIERFS_ASSIGN_OR_RETURN(std::uint8_t finished, d.u8("finished"));
+      if (finished > 1) return failure(d.error("finished", "not 0 or 1"));
+      r.finished = finished == 1;
       out = std::move(r);
       break;
     }

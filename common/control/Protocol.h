@@ -35,7 +35,14 @@ struct EvictRequest {
   std::vector<std::string> paths;
   friend bool operator==(const EvictRequest&, const EvictRequest&) = default;
 };
-using Request = std::variant<StatusRequest, WarmRequest, EvictRequest>;
+// Hinted prefetch: the order in which the client's reader will open files (an epoch's sample
+// order). The daemon fetches ahead in that order while the connection stays open.
+struct HintRequest {
+  std::vector<std::string> paths;
+  std::uint32_t distance = 64;  // files fetched ahead of the reader
+  friend bool operator==(const HintRequest&, const HintRequest&) = default;
+};
+using Request = std::variant<StatusRequest, WarmRequest, EvictRequest, HintRequest>;
 
 // Files and bytes of a tree, and how much of them the cache holds on this node.
 struct TreeCounts {
@@ -95,7 +102,17 @@ struct ErrorReply {
   friend bool operator==(const ErrorReply&, const ErrorReply&) = default;
 };
 
-using Reply = std::variant<StatusReply, WarmProgress, EvictReply, ErrorReply>;
+// Sent when a hint is taken (files found), then when the reader has reached its end (finished).
+struct HintReply {
+  std::uint64_t files = 0;       // of the order, found in the volume
+  std::uint64_t position = 0;    // of them, the reader has reached
+  std::uint64_t prefetched = 0;  // files whose chunks were asked for
+  std::uint64_t bytes = 0;       // of their chunks
+  bool finished = false;
+  friend bool operator==(const HintReply&, const HintReply&) = default;
+};
+
+using Reply = std::variant<StatusReply, WarmProgress, EvictReply, ErrorReply, HintReply>;
 
 std::string encodeRequest(const Request& request);
 Result<Request> decodeRequest(std::string_view payload);

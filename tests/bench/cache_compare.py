@@ -184,11 +184,7 @@ def main():
     mounted_by_us = []
     try:
         log(f'starting the cluster ({store[0][2:]})')
-        fc.run(os.path.join(ROOT, 'deploy/dev-cluster/start.sh'),
-               *([] if args.memstore else store), cluster, stdout=subprocess.DEVNULL)
-        env = dict(re.findall(r'^(?:export )?(\w+)=(.*)$',
-                              open(os.path.join(cluster, 'client.env')).read(), re.M))
-        env = {k: v.strip('"\'') for k, v in env.items()}
+        env = fc.start_cluster(cluster, *([] if args.memstore else store))
         extra = ['--cache-device', f'{device}={device_mib}M']
         if not args.memory_cache:
             extra += ['--cache-memory', '0']
@@ -241,10 +237,7 @@ def main():
     finally:
         if os.path.ismount(mnt):
             subprocess.run(['fusermount3', '-u', mnt])
-            if os.path.ismount(mnt):
-                subprocess.run(['umount', '-l', mnt])
-        subprocess.run([os.path.join(ROOT, 'deploy/dev-cluster/stop.sh'), '--purge', cluster],
-                       stdout=subprocess.DEVNULL)
+        fc.stop_cluster(cluster, mnt)
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -82,6 +82,23 @@ def settle(quiet_seconds=3, limit=180):
         last = now
 
 
+def start_cluster(cluster, *flags):
+    """Starts a deploy/dev-cluster cluster in `cluster`; its client environment as a dict."""
+    run(os.path.join(ROOT, 'deploy/dev-cluster/start.sh'), *flags, cluster,
+        stdout=subprocess.DEVNULL)
+    env = dict(re.findall(r'^(?:export )?(\w+)=(.*)$',
+                          open(os.path.join(cluster, 'client.env')).read(), re.M))
+    return {k: v.strip('"\'') for k, v in env.items()}
+
+
+def stop_cluster(cluster, mnt):
+    """Unmounts what is left at `mnt` and stops and removes the cluster (for finally blocks)."""
+    if os.path.ismount(mnt):
+        subprocess.run(['umount', '-l', mnt])
+    subprocess.run([os.path.join(ROOT, 'deploy/dev-cluster/stop.sh'), '--purge', cluster],
+                   stdout=subprocess.DEVNULL)
+
+
 def drop_cluster_caches(cluster):
     """Empties the OSDs' BlueStore caches and the MDS's metadata cache; True when both took."""
     ceph = ['ceph', '-c', os.path.join(cluster, 'ceph.conf'), '-n', 'client.admin']
@@ -331,11 +348,7 @@ def main():
     store = [] if args.memstore else ['--bluestore', '--osd-size', args.osd_size]
     try:
         log('starting the cluster')
-        run(os.path.join(ROOT, 'deploy/dev-cluster/start.sh'), '--mgr', '--mds', *store, cluster,
-            stdout=subprocess.DEVNULL)
-        env = dict(re.findall(r'^(?:export )?(\w+)=(.*)$',
-                              open(os.path.join(cluster, 'client.env')).read(), re.M))
-        env = {k: v.strip('"\'') for k, v in env.items()}
+        env = start_cluster(cluster, '--mgr', '--mds', *store)
         filesystems = [Tierfs(binary, env, 'bench')]
         if not args.no_cephfs:
             filesystems.append(CephFuse(cluster))
@@ -345,10 +358,7 @@ def main():
         finally:
             rb.cleanup()
     finally:
-        if os.path.ismount(mnt):
-            subprocess.run(['umount', '-l', mnt])
-        subprocess.run([os.path.join(ROOT, 'deploy/dev-cluster/stop.sh'), '--purge', cluster],
-                       stdout=subprocess.DEVNULL)
+        stop_cluster(cluster, mnt)
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -3,7 +3,9 @@
 # is then read with no byte from the back end; a second warm-up fetches nothing; `status PATH`
 # gives the exact cached fraction after a partial warm-up; evict drops a tree; Ctrl-C cancels
 # the job in the daemon; a file that cannot be fetched (an injected fault) is named and the exit
-# is non-zero; a user who is neither root nor the mount's owner cannot use the control socket.
+# is non-zero; a user who is neither root nor the mount's owner cannot use the control socket;
+# the Slurm prolog warms what a job names and the epilog reports its hit ratio; a hinted order
+# is read ahead.
 # Usage: control_warm.sh TIERFS CLUSTER_ENV
 set -euo pipefail
 TIERFS=$1
@@ -92,6 +94,47 @@ echo "second warm-up: $last"
 # evict drops data/b only.
 "$TIERFS" evict "$mnt/data/b" > /dev/null
 check_tree data "$all_files" "$all_bytes" "$a_files" "$a_bytes" || fail "status after evict"
+
+# The Slurm prolog warms what a job's comment names (scontrol stands in); the epilog reports the
+# job's hit ratio: reading the warmed tree hits the cache only.
+"$TIERFS" evict "$mnt/data/a" > /dev/null
+mkdir "$work/bin"
+printf '#!/bin/sh\necho "JobId=7 JobName=train Comment=tierfs:warm=%s/data/a Partition=gpu"\n' \
+  "$mnt" > "$work/bin/scontrol"
+chmod +x "$work/bin/scontrol"
+slurm_env=(env PATH="$work/bin:$PATH" SLURM_JOB_ID=7 TIERFS_BIN="$TIERFS" TIERFS_JOB_STATE="$work/jobs")
+"${slurm_env[@]}" "$here/../../deploy/slurm/prolog.sh" 2> "$work/prolog.err" ||
+  fail "the prolog failed: $(cat "$work/prolog.err")"
+grep -q "job 7: warmed $mnt/data/a" "$work/prolog.err" || fail "prolog: $(cat "$work/prolog.err")"
+check_tree data "$all_files" "$all_bytes" "$a_files" "$a_bytes" || fail "status after the prolog"
+sync
+echo 3 > /proc/sys/vm/drop_caches
+cat "$mnt"/data/a/* > /dev/null
+"${slurm_env[@]}" "$here/../../deploy/slurm/epilog.sh" 2> "$work/epilog.err" ||
+  fail "the epilog failed: $(cat "$work/epilog.err")"
+grep -q "job 7: $mnt: hit ratio 100.0% ([1-9][0-9]* hits, 0 misses" "$work/epilog.err" ||
+  fail "epilog: $(cat "$work/epilog.err")"
+cat "$work/epilog.err"
+
+# Hinted prefetch: the reader announces a shuffled order of data/a and reads in it; the daemon
+# reads ahead (every chunk fetched once), and `tierfs hint` ends when the reader reaches the end.
+"$TIERFS" evict "$mnt/data/a" > /dev/null
+(cd "$mnt" && ls data/a/* | shuf --random-source=<(yes)) > "$work/order"
+before=$(stats)
+"$TIERFS" hint --distance 4 --from "$work/order" "$mnt" > "$work/hint.out" 2>&1 &
+hint_pid=$!
+sleep 0.5
+sync
+echo 3 > /proc/sys/vm/drop_caches
+while read -r f; do cat "$mnt/$f" > /dev/null; done < "$work/order"
+wait "$hint_pid" || fail "tierfs hint failed: $(cat "$work/hint.out")"
+after=$(stats)
+grep -q "the reader reached $a_files of $a_files files" "$work/hint.out" ||
+  fail "hint: $(cat "$work/hint.out")"
+fetched=$(($(field "$after" backend_reads) - $(field "$before" backend_reads)))
+# Each file is one chunk, fetched once: ahead of the reader, or joined by it.
+((fetched == a_files)) || fail "the hinted epoch fetched $fetched chunks for $a_files files"
+echo "hinted epoch: $(cat "$work/hint.out"); $fetched back-end reads during the epoch"
 
 # A user who is neither root nor the owner cannot reach the socket.
 as_nobody=(setpriv --reuid 65534 --regid 65534 --clear-groups)

@@ -25,7 +25,8 @@ using testing::TempDir;
 
 TEST(ControlProtocol, EveryRequestRoundTrips) {
   const Request requests[] = {StatusRequest{""}, StatusRequest{"data/train"},
-                              WarmRequest{{"a", "b/c", "."}, 32}, EvictRequest{{"x/y"}}};
+                              WarmRequest{{"a", "b/c", "."}, 32}, EvictRequest{{"x/y"}},
+                              HintRequest{{"d/1", "d/0"}, 16}};
   for (const Request& r : requests) {
     auto back = decodeRequest(encodeRequest(r));
     ASSERT_OK(back);
@@ -43,6 +44,8 @@ TEST(ControlProtocol, EveryReplyRoundTrips) {
       WarmProgress{c, c, 123, true, {{"a/b", "IoError: injected"}, {"c", "NotFound: gone"}}},
       EvictReply{c},
       ErrorReply{Status::permissionDenied("uid 65534 may not")},
+      HintReply{100, 40, 56, 1 << 20, false},
+      HintReply{100, 100, 100, 5 << 20, true},
   };
   for (const Reply& r : replies) {
     auto back = decodeReply(encodeReply(r));

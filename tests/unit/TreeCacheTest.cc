@@ -2,9 +2,14 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
+#include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "fs/HintedPrefetch.h"
 #include "fs/TreeCache.h"
 #include "tests/unit/FilesystemFixture.h"
 
@@ -154,6 +159,217 @@ TEST_F(TreeCacheTest, BadPathsAreNamed) {
   auto root = trees_->measure({"."});
   ASSERT_OK(root);
   EXPECT_EQ(root->files, 8u);
+}
+
+// ---- hinted prefetch ----
+
+// 24 one-chunk files read in a shuffled order that the reader announces first.
+class HintedPrefetchTest : public FilesystemTest {
+ protected:
+  static constexpr int kFiles = 24;
+
+  void SetUp() override {
+    FilesystemTest::SetUp();
+    auto dir = fsA().mkdir(kRootIno, "d", 0755, {});
+    ASSERT_OK(dir);
+    for (int i = 0; i < kFiles; ++i) {
+      ASSERT_OK(writeFile(fsA(), dir->ino, fmt::format("f{:02}", i), randomBytes(kChunk, 300 + i)));
+      order_.push_back(i);
+    }
+    std::shuffle(order_.begin(), order_.end(), std::mt19937(7));
+    node_ = startNode({});  // a fresh node: nothing cached
+    ASSERT_NE(node_, nullptr);
+  }
+
+  std::vector<std::string> paths() const {
+    std::vector<std::string> out;
+    for (int i : order_) out.push_back(fmt::format("d/f{:02}", i));
+    out.push_back("d/gone");  // a path that does not exist is left out
+    return out;
+  }
+
+  std::vector<int> order_;
+  std::unique_ptr<FsNode> node_;
+};
+
+TEST_F(HintedPrefetchTest, TheBackEndSeesTheFilesInHintOrderEachOnce) {
+  fs::TreeCache trees(*node_->volume, *node_->cache);
+  std::vector<fs::TreeCache::File> files;
+  for (auto& f : trees.filesAt(paths())) {
+    if (f) files.push_back(std::move(*f));
+  }
+  ASSERT_EQ(files.size(), static_cast<std::size_t>(kFiles));
+  std::vector<std::string> want;
+  for (const auto& f : files) want.push_back(f.chunks.at(0).key.objectName());
+
+  store_->reset();
+  auto job = std::make_shared<fs::HintedPrefetch>(*node_->cache, files, 4);
+  auto watch = node_->fs->watchAccess([job](Ino ino) { job->accessed(ino); });
+  auto dir = node_->fs->lookup(kRootIno, "d");
+  ASSERT_OK(dir);
+  for (int i : order_) {  // the reader, in the order it announced
+    auto file = node_->fs->lookup(dir->ino, fmt::format("f{:02}", i));
+    ASSERT_OK(file);
+    auto data = readFile(*node_->fs, file->ino);
+    ASSERT_OK(data);
+    EXPECT_EQ(*data, randomBytes(kChunk, 300 + i));
+  }
+  EXPECT_TRUE(job->finished());
+  watch.reset();
+  job.reset();  // waits for what it started
+
+  std::vector<std::string> chunkReads;
+  for (const auto& oid : store_->counts().readObjects) {
+    if (oid.starts_with("c.")) chunkReads.push_back(oid);
+  }
+  EXPECT_EQ(chunkReads, want);  // in hint order, and once each: the reader joined or hit
+  const cache::ChunkCacheStats s = node_->cache->stats();
+  EXPECT_EQ(s.backendReads, static_cast<std::uint64_t>(kFiles));
+  std::printf("hinted prefetch: %llu of %d reads answered from memory\n",
+              static_cast<unsigned long long>(s.memoryHits), kFiles);
+}
+
+TEST_F(HintedPrefetchTest, StaysABoundedDistanceAheadOfTheReader) {
+  fs::TreeCache trees(*node_->volume, *node_->cache);
+  std::vector<fs::TreeCache::File> files;
+  for (auto& f : trees.filesAt(paths())) {
+    if (f) files.push_back(std::move(*f));
+  }
+  fs::HintedPrefetch job(*node_->cache, files, 5);
+  EXPECT_EQ(job.stats().prefetched, 5u);  // before the reader opened anything
+  job.accessed(files[2].ino);             // the reader is at the third file
+  EXPECT_EQ(job.stats().position, 3u);
+  EXPECT_EQ(job.stats().prefetched, 8u);
+  job.accessed(files[0].ino);  // going back does not move the position
+  EXPECT_EQ(job.stats().prefetched, 8u);
+  job.accessed(999999);  // a file not in the order
+  EXPECT_EQ(job.stats().prefetched, 8u);
+  EXPECT_FALSE(job.finished());
+  job.accessed(files.back().ino);
+  EXPECT_TRUE(job.finished());
+  EXPECT_EQ(job.stats().prefetched, static_cast<std::uint64_t>(kFiles));
+}
+
+// ---- dataset sweeps ----
+
+// The memory cache, with room for `room` bytes as if it had devices.
+class RoomyCache final : public cache::ChunkCache {
+ public:
+  RoomyCache(std::unique_ptr<cache::ChunkCache> inner, std::uint64_t room)
+      : inner_(std::move(inner)), room_(room) {}
+  void read(const cache::ChunkKey& k, cache::Callback<Bytes> d, cache::Priority p) override {
+    inner_->read(k, std::move(d), p);
+  }
+  void write(const cache::ChunkKey& k, Bytes raw, cache::Callback<std::uint64_t> d) override {
+    inner_->write(k, std::move(raw), std::move(d));
+  }
+  void remove(const cache::ChunkKey& k, cache::Callback<std::uint64_t> d) override {
+    inner_->remove(k, std::move(d));
+  }
+  void storedSize(const cache::ChunkKey& k, cache::Callback<std::uint64_t> d) override {
+    inner_->storedSize(k, std::move(d));
+  }
+  bool holds(const cache::ChunkKey& k) const override { return inner_->holds(k); }
+  void warm(const cache::ChunkKey& k, cache::Callback<std::uint64_t> d,
+            cache::Priority p) override {
+    EXPECT_EQ(p, cache::Priority::kSweep);
+    inner_->warm(
+        k,
+        [this, d = std::move(d)](Result<std::uint64_t> r) {
+          if (r) room_ -= std::min<std::uint64_t>(room_, *r);
+          d(std::move(r));
+        },
+        p);
+  }
+  void evict(const cache::ChunkKey& k) override { inner_->evict(k); }
+  std::uint64_t roomBytes() const override { return room_; }
+  cache::ChunkCacheStats stats() const override { return inner_->stats(); }
+
+ private:
+  std::unique_ptr<cache::ChunkCache> inner_;
+  std::atomic<std::uint64_t> room_;
+};
+
+class DatasetSweepTest : public TreeCacheTest {
+ protected:
+  // A node whose cache has `room` bytes, sweeping after 6 files.
+  void startSweeping(std::uint64_t room) {
+    sweeper_ = std::make_unique<FsNode>();
+    auto volume = fs::Volume::open(*store_);
+    ASSERT_OK(volume);
+    sweeper_->volume = std::move(*volume);
+    sweeper_->cache = std::make_unique<RoomyCache>(
+        cache::makeMemoryChunkCache(*store_, {.capacityBytes = 64 << 20}), room);
+    fs::FsOptions options;
+    options.sweep = {.after = 6, .headroomBytes = 0};
+    sweeper_->fs = std::make_unique<fs::Filesystem>(*sweeper_->volume, *sweeper_->cache, options);
+    auto data = sweeper_->fs->lookup(kRootIno, "data");
+    ASSERT_OK(data);
+    for (const char* sub : {"a", "b"}) {
+      auto d = sweeper_->fs->lookup(data->ino, sub);
+      ASSERT_OK(d);
+      dirsHere_[sub] = d->ino;
+    }
+  }
+  // Opens (and closes) files of data/<sub> in the order given.
+  void open(const std::string& sub, const std::vector<int>& files) {
+    for (int i : files) {
+      auto f = sweeper_->fs->lookup(dirsHere_[sub], fmt::format("{}{}", sub == "a" ? "f" : "g", i));
+      ASSERT_OK(f);
+      bool keep = false;
+      auto opened = sweeper_->fs->open(f->ino, O_RDONLY, &keep);
+      ASSERT_OK(opened);
+      ASSERT_OK(sweeper_->fs->release(std::move(*opened)));
+    }
+  }
+  control::TreeCounts cachedHere(const std::string& path) {
+    fs::TreeCache trees(*sweeper_->volume, *sweeper_->cache);
+    auto c = trees.measure({path});
+    EXPECT_OK(c);
+    return c ? *c : control::TreeCounts{};
+  }
+
+  std::unique_ptr<FsNode> sweeper_;
+  std::map<std::string, Ino> dirsHere_;
+};
+
+TEST_F(DatasetSweepTest, FilesOpenedOutOfOrderAcrossSubdirectoriesSweepTheTree) {
+  startSweeping(1 << 30);
+  // data/a holds 4 files, data/b 3: six distinct files, shuffled, from both.
+  open("b", {2});
+  open("a", {3, 0});
+  open("b", {0});
+  open("a", {2});
+  open("b", {1});
+  sweeper_->fs->sweepStats();  // (the sweep runs on its own thread)
+  for (int i = 0; i < 500 && cachedHere("data").cachedFiles < 7; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(cachedHere("data"), (control::TreeCounts{8, kA + kB, 8, kA + kB}));
+  EXPECT_EQ(sweeper_->fs->sweepStats().sweeps, 1u);  // data, once
+}
+
+TEST_F(DatasetSweepTest, FilesOpenedInOrderAreNoSweep) {
+  startSweeping(1 << 30);
+  open("a", {0, 1, 2, 3});
+  open("b", {0, 1, 2});
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(sweeper_->fs->sweepStats().sweeps, 0u);
+  EXPECT_EQ(cachedHere("data").cachedBytes, 0u);
+}
+
+TEST_F(DatasetSweepTest, ASweepStopsBeforeTheCacheWouldEvict) {
+  startSweeping(2 * kChunk + kChunk / 2);  // room for two and a half chunks
+  open("b", {2});
+  open("a", {3, 0});
+  open("b", {0});
+  open("a", {2});
+  open("b", {1});
+  for (int i = 0; i < 500 && sweeper_->fs->sweepStats().stoppedFull == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(sweeper_->fs->sweepStats().stoppedFull, 1u);
+  EXPECT_LE(cachedHere("data").cachedBytes, 3 * kChunk);
 }
 
 }  // namespace
