@@ -30,6 +30,9 @@ struct ChunkCacheStats {
   std::uint64_t deviceEvictedRegions = 0, deviceCorruptions = 0, deviceNotAdmitted = 0;
   std::uint64_t deviceFailed = 0;                           // devices taken out of service
   std::uint64_t deviceFramedBytes = 0, deviceRawBytes = 0;  // kept, and what they decode to
+  // Prefetch accuracy: chunks fetched ahead of readers (read-ahead, hints, sweeps), and how many
+  // of them a reader then asked for (while they were still remembered: the last ~512k).
+  std::uint64_t prefetchedChunks = 0, prefetchUsed = 0;
 };
 
 // Reads and writes immutable chunk objects (frames of cache/ChunkCodec.h) through a cache.

@@ -1,3 +1,4 @@
+#include <absl/container/flat_hash_set.h>
 #include <fmt/format.h>
 
 #include <list>
@@ -71,8 +72,8 @@ class MemoryChunkCache final : public ChunkCache {
   void warm(const ChunkKey& key, Callback<std::uint64_t> done, Priority priority) override {
     if (holds(key)) return done(std::uint64_t{0});
     scheduler_.read(key.objectName(), priority, options_.chunkBytes,
-                    [this, key, done = std::move(done)](Result<Bytes> frame) mutable {
-                      codecPool_.post([this, key, frame = std::move(frame), done]() {
+                    [this, key, priority, done = std::move(done)](Result<Bytes> frame) mutable {
+                      codecPool_.post([this, key, priority, frame = std::move(frame), done]() {
                         if (!frame) return done(failure(frame.error()));
                         count(&ChunkCacheStats::backendReads, &ChunkCacheStats::bytesFromBackend,
                               frame->size());
@@ -88,6 +89,7 @@ class MemoryChunkCache final : public ChunkCache {
                               "chunk {}: the cache took no more (full, or every region protected)",
                               key.objectName()))));
                         }
+                        if (priority != Priority::kWarm) notePrefetched(key);  // a sweep
                         done(std::uint64_t{frame->size()});
                       });
                     });
@@ -114,12 +116,15 @@ class MemoryChunkCache final : public ChunkCache {
     bool joined = false;
     {
       std::lock_guard lock(mu_);
+      if (priority == Priority::kDemand) notePrefetchUsedLocked(key);
       hit = lookupLocked(key);
       if (hit) ++counters_.memoryHits;
       if (!hit) {
         auto [it, first] = inFlight_.try_emplace(key);
         it->second.push_back(std::move(done));
         joined = !first;
+        // A reader caught up with a fetch under way: if it is a prefetch, it paid off.
+        if (joined && priority == Priority::kDemand) readerJoined_.insert(ChunkKeyHash{}(key));
       }
     }
     if (joined) {
@@ -179,17 +184,40 @@ class MemoryChunkCache final : public ChunkCache {
 
   void fetch(const ChunkKey& key, Priority priority) {
     scheduler_.read(key.objectName(), priority, options_.chunkBytes,
-                    [this, key](Result<Bytes> frame) {
-                      codecPool_.post([this, key, frame = std::move(frame)]() mutable {
+                    [this, key, priority](Result<Bytes> frame) {
+                      codecPool_.post([this, key, priority, frame = std::move(frame)]() mutable {
                         if (!frame) return finishRead(key, failure(frame.error()));
                         count(&ChunkCacheStats::backendReads, &ChunkCacheStats::bytesFromBackend,
                               frame->size());
                         Result<Bytes> raw = decode(*frame);
                         if (raw && options_.device)
                           options_.device->insert(key, *frame, *raw, Origin::kFetched);
+                        if (raw && priority != Priority::kDemand) notePrefetched(key);
                         finishRead(key, std::move(raw));
                       });
                     });
+  }
+
+  // Remembers a chunk fetched ahead of any reader, in two generations of keys (the older is
+  // dropped when the newer is full): a bounded ~16 bytes a key.
+  void notePrefetched(const ChunkKey& key) {
+    constexpr std::size_t kGeneration = 256 * 1024;
+    std::lock_guard lock(mu_);
+    ++counters_.prefetchedChunks;
+    if (readerJoined_.erase(ChunkKeyHash{}(key))) {
+      ++counters_.prefetchUsed;
+      return;
+    }
+    if (prefetched_.size() >= kGeneration) {
+      prefetchedBefore_ = std::move(prefetched_);
+      prefetched_.clear();
+    }
+    prefetched_.insert(ChunkKeyHash{}(key));
+  }
+
+  void notePrefetchUsedLocked(const ChunkKey& key) {
+    const std::uint64_t h = ChunkKeyHash{}(key);
+    if (prefetched_.erase(h) || prefetchedBefore_.erase(h)) ++counters_.prefetchUsed;
   }
 
   void count(std::uint64_t ChunkCacheStats::*reads, std::uint64_t ChunkCacheStats::*bytes,
@@ -206,6 +234,7 @@ class MemoryChunkCache final : public ChunkCache {
       if (result) insertLocked(key, *result);
       waiters = std::move(inFlight_[key]);
       inFlight_.erase(key);
+      readerJoined_.erase(ChunkKeyHash{}(key));
     }
     for (auto& w : waiters) w(result);
   }
@@ -248,6 +277,8 @@ class MemoryChunkCache final : public ChunkCache {
   std::uint64_t bytes_ = 0;
   std::unordered_map<ChunkKey, std::vector<Callback<Bytes>>, ChunkKeyHash> inFlight_;
   ChunkCacheStats counters_;
+  absl::flat_hash_set<std::uint64_t> prefetched_, prefetchedBefore_;
+  absl::flat_hash_set<std::uint64_t> readerJoined_;  // fetches under way a reader waits for
 
   // Last: their destructors run queued tasks, which use the members above.
   ThreadPool codecPool_;

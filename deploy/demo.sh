@@ -84,6 +84,9 @@ for _ in $(seq 50); do mountpoint -q "$mnt" || break; sleep 0.1; done
 "$tierfs" mount "${flags[@]}" "${cache[@]}" --read-only --log "$work/tierfs.log" "$mnt"
 if [[ $(id -u) == 0 ]]; then sync; echo 3 > /proc/sys/vm/drop_caches; fi
 diff -r "$sample" "$mnt/demo/sample" && echo "identical again"
+echo "== tierfs status (the daemon, over its control socket), and how much of the tree it holds"
+"$tierfs" status
+"$tierfs" status "$mnt/demo/sample"
 echo "== what the cache did: user.tierfs.cache_stats"
 python3 - "$mnt" <<'PY'
 import json, os, sys

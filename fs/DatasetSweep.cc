@@ -20,6 +20,7 @@ DatasetSweep::~DatasetSweep() {
     stopping_ = true;
     threads.swap(threads_);
   }
+  changed_.notify_all();  // a sweep waiting for a free slot stops now
   for (std::thread& t : threads) t.join();
 }
 

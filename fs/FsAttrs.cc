@@ -29,12 +29,13 @@ std::string toJson(const cache::ChunkCacheStats& s, const cache::ListingCacheSta
       "\"device_evicted_regions\":{},\"device_corruptions\":{},\"device_not_admitted\":{},"
       "\"device_framed_bytes\":{},\"device_raw_bytes\":{},\"device_failed\":{},"
       "\"listing_hits\":{},\"listing_misses\":{},\"listings_kept\":{},\"listing_bytes\":{},"
-      "\"listings_evicted\":{},\"sweeps\":{},\"swept_files\":{},\"swept_bytes\":{}}}",
+      "\"listings_evicted\":{},\"sweeps\":{},\"swept_files\":{},\"swept_bytes\":{},"
+      "\"prefetched_chunks\":{},\"prefetch_used\":{}}}",
       s.memoryHits, s.deviceHits, s.backendReads, s.bytesFromDevice, s.bytesFromBackend,
       s.deviceEntries, s.deviceUsedBytes, s.deviceCapacityBytes, s.deviceOccupiedBytes,
       s.deviceEvictedRegions, s.deviceCorruptions, s.deviceNotAdmitted, s.deviceFramedBytes,
       s.deviceRawBytes, s.deviceFailed, l.hits, l.misses, l.listings, l.bytes, l.evicted, w.sweeps,
-      w.files, w.fetchedBytes);
+      w.files, w.fetchedBytes, s.prefetchedChunks, s.prefetchUsed);
 }
 
 }  // namespace

@@ -94,6 +94,11 @@ std::string percent(std::uint64_t part, std::uint64_t whole) {
   return whole == 0 ? "100.0%" : fmt::format("{:.1f}%", 100.0 * part / whole);
 }
 
+// A ratio of counts: "n/a" when nothing was counted (no reads yet).
+std::string ratio(std::uint64_t part, std::uint64_t whole) {
+  return whole == 0 ? "n/a" : percent(part, whole);
+}
+
 std::string countsJson(const ctl::TreeCounts& c) {
   return fmt::format(R"({{"files":{},"bytes":{},"cached_files":{},"cached_bytes":{}}})", c.files,
                      c.bytes, c.cachedFiles, c.cachedBytes);
@@ -123,11 +128,12 @@ void printStatus(const ctl::StatusReply& r, const std::string& path, bool json) 
         r.tree ? fmt::format(R"(,"path":{},"tree":{})", jsonString(path), countsJson(*r.tree)) : "";
     fmt::print(R"({{"mountpoint":{},"backend":{},"capacity_bytes":{},"used_bytes":{},"entries":{},)"
                R"("hits":{},"misses":{},"bytes_from_cache":{},"bytes_from_backend":{},)"
-               R"("evicted_regions":{},"corruptions":{},"warm_jobs":{}{}}})"
+               R"("evicted_regions":{},"corruptions":{},"warm_jobs":{},"prefetched":{},)"
+               R"("prefetch_used":{}{}}})"
                "\n",
                jsonString(d.mountpoint), jsonString(d.backend), d.capacityBytes, d.usedBytes,
                d.entries, d.hits, d.misses, d.bytesFromCache, d.bytesFromBackend, d.evictedRegions,
-               d.corruptions, d.warmJobs, tree);
+               d.corruptions, d.warmJobs, d.prefetched, d.prefetchUsed, tree);
     return;
   }
   if (r.tree) {
@@ -146,8 +152,10 @@ void printStatus(const ctl::StatusReply& r, const std::string& path, bool json) 
     fmt::print("  cache: memory only (no cache device)\n");
   }
   fmt::print("  hit ratio: {} ({} hits, {} misses); {} from cache devices, {} from the back end\n",
-             percent(d.hits, d.hits + d.misses), d.hits, d.misses, formatSize(d.bytesFromCache),
+             ratio(d.hits, d.hits + d.misses), d.hits, d.misses, formatSize(d.bytesFromCache),
              formatSize(d.bytesFromBackend));
+  fmt::print("  prefetch accuracy: {} ({} of {} chunks fetched ahead were then read)\n",
+             ratio(d.prefetchUsed, d.prefetched), d.prefetchUsed, d.prefetched);
   fmt::print("  evicted regions: {}, corrupt entries: {}, warm-ups running: {}\n", d.evictedRegions,
              d.corruptions, d.warmJobs);
 }

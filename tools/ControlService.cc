@@ -35,6 +35,8 @@ control::DaemonStatus ControlService::daemonStatus() const {
   d.evictedRegions = s.deviceEvictedRegions;
   d.corruptions = s.deviceCorruptions;
   d.warmJobs = warmJobs_;
+  d.prefetched = s.prefetchedChunks;
+  d.prefetchUsed = s.prefetchUsed;
   return d;
 }
 

@@ -86,9 +86,9 @@ Result<std::uint8_t> header(Decoder& d) {
 void putDaemon(Encoder& e, const DaemonStatus& s) {
   e.putString(s.mountpoint);
   e.putString(s.backend);
-  for (std::uint64_t v :
-       {s.capacityBytes, s.usedBytes, s.entries, s.hits, s.misses, s.bytesFromCache,
-        s.bytesFromBackend, s.evictedRegions, s.corruptions, s.warmJobs}) {
+  for (std::uint64_t v : {s.capacityBytes, s.usedBytes, s.entries, s.hits, s.misses,
+                          s.bytesFromCache, s.bytesFromBackend, s.evictedRegions, s.corruptions,
+                          s.warmJobs, s.prefetched, s.prefetchUsed}) {
     e.putVarint(v);
   }
 }
@@ -97,9 +97,9 @@ Result<DaemonStatus> getDaemon(Decoder& d) {
   DaemonStatus s;
   TIERFS_ASSIGN_OR_RETURN(s.mountpoint, getString(d, "mountpoint"));
   TIERFS_ASSIGN_OR_RETURN(s.backend, getString(d, "backend"));
-  for (std::uint64_t* v :
-       {&s.capacityBytes, &s.usedBytes, &s.entries, &s.hits, &s.misses, &s.bytesFromCache,
-        &s.bytesFromBackend, &s.evictedRegions, &s.corruptions, &s.warmJobs}) {
+  for (std::uint64_t* v : {&s.capacityBytes, &s.usedBytes, &s.entries, &s.hits, &s.misses,
+                           &s.bytesFromCache, &s.bytesFromBackend, &s.evictedRegions,
+                           &s.corruptions, &s.warmJobs, &s.prefetched, &s.prefetchUsed}) {
     TIERFS_ASSIGN_OR_RETURN(*v, d.varint("daemon counter"));
   }
   return s;

@@ -66,7 +66,9 @@ struct DaemonStatus {
   std::uint64_t bytesFromBackend = 0;
   std::uint64_t evictedRegions = 0;
   std::uint64_t corruptions = 0;
-  std::uint64_t warmJobs = 0;  // running now
+  std::uint64_t warmJobs = 0;      // running now
+  std::uint64_t prefetched = 0;    // chunks fetched ahead of readers
+  std::uint64_t prefetchUsed = 0;  // of them, asked for by a reader afterwards
   friend bool operator==(const DaemonStatus&, const DaemonStatus&) = default;
 };
 

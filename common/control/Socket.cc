@@ -9,6 +9,7 @@
 
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -223,7 +224,15 @@ std::string defaultSocketPath(const std::string& mountpoint) {
     name = fmt::format("{}-{:016x}", name.substr(name.size() - 60),
                        std::hash<std::string>{}(mountpoint));
   }
-  return "/run/tierfs/" + name + ".sock";
+  return socketDirectory() + "/" + name + ".sock";
+}
+
+std::string socketDirectory() {
+  if (::geteuid() == 0) return "/run/tierfs";
+  if (const char* runtime = std::getenv("XDG_RUNTIME_DIR"); runtime && *runtime == '/') {
+    return std::string(runtime) + "/tierfs";
+  }
+  return fmt::format("/tmp/tierfs-{}", ::geteuid());
 }
 
 }  // namespace tierfs::control

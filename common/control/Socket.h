@@ -70,7 +70,9 @@ Result<UniqueFd> connectTo(const std::string& path);
 // closes the connection.
 Status call(int fd, const Request& request, const std::function<bool(const Reply&)>& onReply);
 
-// Where a mount's socket goes by default: /run/tierfs/<the mount point, escaped>.sock.
+// Where a mount's socket goes by default: socketDirectory()/<the mount point, escaped>.sock.
 std::string defaultSocketPath(const std::string& mountpoint);
+// /run/tierfs for root; for another user $XDG_RUNTIME_DIR/tierfs, else /tmp/tierfs-<uid>.
+std::string socketDirectory();
 
 }  // namespace tierfs::control

@@ -32,11 +32,13 @@ PY
 "$TIERFS" import "${flags[@]}" "$work/src" / > /dev/null
 
 # config FAULTS...: the daemon's config: the cluster, a cache device, its control socket in
-# $work, then the [[fault]] tables given.
+# $work, no dataset sweep, then the [[fault]] tables given.
 config() {
   rados_config "$cluster_env" "$ns"
   printf '[cache]\nmemory_size = "0"\n[[cache.device]]\npath = "%s"\nsize = "256M"\n' "$work/cache0"
   printf '[control]\nsocket = "%s"\n' "$work/ctl.sock"
+  # No dataset sweep: the hinted epoch below counts its back-end reads exactly.
+  printf '[prefetch]\nsweep = false\n'
   local f
   for f in "$@"; do printf '%s\n' "$f"; done
 }
@@ -121,6 +123,7 @@ cat "$work/epilog.err"
 "$TIERFS" evict "$mnt/data/a" > /dev/null
 (cd "$mnt" && ls data/a/* | shuf --random-source=<(yes)) > "$work/order"
 before=$(stats)
+status_before=$("$TIERFS" status --json "$mnt")
 "$TIERFS" hint --distance 4 --from "$work/order" "$mnt" > "$work/hint.out" 2>&1 &
 hint_pid=$!
 sleep 0.5
@@ -134,6 +137,14 @@ grep -q "the reader reached $a_files of $a_files files" "$work/hint.out" ||
 fetched=$(($(field "$after" backend_reads) - $(field "$before" backend_reads)))
 # Each file is one chunk, fetched once: ahead of the reader, or joined by it.
 ((fetched == a_files)) || fail "the hinted epoch fetched $fetched chunks for $a_files files"
+# status: every chunk fetched ahead was then read (prefetch accuracy 100%).
+status_after=$("$TIERFS" status --json "$mnt")
+for key in prefetched prefetch_used; do
+  n=$(($(field "$status_after" $key) - $(field "$status_before" $key)))
+  ((n == a_files)) || fail "status $key grew by $n over the hinted epoch, not $a_files"
+done
+"$TIERFS" status | grep -A4 "^$mnt (" | grep -q 'prefetch accuracy: 100.0%' ||
+  fail "status: $("$TIERFS" status)"
 echo "hinted epoch: $(cat "$work/hint.out"); $fetched back-end reads during the epoch"
 
 # A user who is neither root nor the owner cannot reach the socket.

@@ -171,5 +171,33 @@ TEST_F(FetchSchedulerTest, AReadersLatencyStaysLowWhileAWarmUpRuns) {
   while (warmed < 300) std::this_thread::sleep_for(std::chrono::milliseconds(10));
 }
 
+// Prefetch accuracy: chunks fetched ahead of readers, and those a reader then asked for.
+TEST_F(FetchSchedulerTest, CountsPrefetchedChunksAndThoseReadAfterwards) {
+  auto cache = makeMemoryChunkCache(*faulty_, {.chunkBytes = 1 << 10});
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    ASSERT_OK(backends::waitFor<std::uint64_t>([&](auto cb) {
+      cache->write(ChunkKey{2, 1, i}, Bytes(testing::randomBytes(500, i)), cb);
+    }));
+    cache->evict(ChunkKey{2, 1, i});
+  }
+  auto read = [&](std::uint32_t piece, Priority p) {
+    return backends::waitFor<Bytes>([&](auto cb) { cache->read(ChunkKey{2, 1, piece}, cb, p); });
+  };
+  ASSERT_OK(read(0, Priority::kReadAhead));
+  ASSERT_OK(read(1, Priority::kReadAhead));
+  ASSERT_OK(read(2, Priority::kDemand));  // fetched for a reader: not a prefetch
+  ASSERT_OK(read(0, Priority::kDemand));  // the read-ahead paid off
+  ASSERT_OK(read(0, Priority::kDemand));  // counted once
+  // A reader that catches up with a read-ahead still under way: it paid off too.
+  cache->evict(ChunkKey{2, 1, 2});
+  delayReads(std::chrono::milliseconds(100));
+  cache->read(ChunkKey{2, 1, 2}, [](Result<Bytes> r) { EXPECT_OK(r); }, Priority::kReadAhead);
+  ASSERT_OK(read(2, Priority::kDemand));
+  const ChunkCacheStats s = cache->stats();
+  EXPECT_EQ(s.prefetchedChunks, 3u);
+  EXPECT_EQ(s.prefetchUsed, 2u);
+  EXPECT_EQ(s.backendReads, 4u);
+}
+
 }  // namespace
 }  // namespace tierfs::cache
