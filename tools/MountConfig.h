@@ -32,6 +32,28 @@ struct MountArgs {
   unsigned threads = 0;
 };
 
+// [metrics]: the Prometheus endpoint. Off by default; when on, bound to loopback unless the
+// address names another interface.
+struct MetricsConfig {
+  bool enabled = false;
+  std::string address = "127.0.0.1:9464";  // HOST:PORT
+};
+
+// [logging]: where the daemon's log goes and how much of it.
+struct LoggingConfig {
+  std::string level = "info";     // trace, debug, info, warn, error, off
+  std::string target = "stderr";  // "stderr", "journal", or a file path
+  Duration repeatWindow = std::chrono::seconds(10);  // one line per repeated error per window
+};
+
+// [advisor]: the SHARDS sampler behind `tierfs advise`.
+struct AdvisorConfig {
+  bool enabled = true;
+  double sampleRate = 0.01;         // the initial spatial sampling rate
+  std::uint32_t maxSamples = 8192;  // per curve: bounds memory (fixed-size SHARDS)
+  std::string tracePath;            // when set, every chunk access is appended here
+};
+
 // Everything the daemon is built from.
 struct DaemonConfig {
   backends::StoreConfig store;
@@ -43,6 +65,9 @@ struct DaemonConfig {
   std::optional<int> zstdLevel;
   std::string controlSocket;                // empty: control::defaultSocketPath(mountpoint)
   std::vector<backends::FaultRule> faults;  // [[fault]]: tests and benchmarks only
+  MetricsConfig metrics;
+  LoggingConfig logging;
+  AdvisorConfig advisor;
 };
 
 void addMountFlags(CLI::App& cmd, MountArgs& args);
