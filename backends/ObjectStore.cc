@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <atomic>
 #include <memory>
 
@@ -10,6 +11,7 @@ namespace tierfs::backends {
 // What a call is, for its error messages. Formatted only when there is an error to report,
 // not on every call of the hot path.
 struct CallName {
+  StoreOp op;
   const char* verb;
   std::string object;
   std::string detail;  // e.g. the xattr name; may be empty
@@ -20,6 +22,12 @@ struct CallName {
   }
 };
 
+std::string_view storeOpName(StoreOp op) {
+  static constexpr std::array<std::string_view, static_cast<std::size_t>(StoreOp::kCount)> kNames =
+      {"read", "stat", "get_xattr", "omap_get", "omap_list", "list_objects", "usage", "mutate"};
+  return kNames[static_cast<std::size_t>(op)];
+}
+
 namespace {
 
 template <typename T>
@@ -28,6 +36,12 @@ struct PendingCall {
   std::atomic<TimerQueue::TimerId> timer{0};
   Callback<T> done;
   CallName name;
+  StoreMetrics* metrics = nullptr;
+  Clock::time_point start;
+
+  void record(StatusCode code) {
+    if (metrics) metrics->record(name.op, Clock::now() - start, code);
+  }
 };
 
 }  // namespace
@@ -38,16 +52,20 @@ Callback<T> ObjectStore::withDeadline(Callback<T> done, Deadline& deadline, Call
   auto call = std::make_shared<PendingCall<T>>();
   call->done = std::move(done);
   call->name = std::move(name);
+  call->metrics = metrics_.load(std::memory_order_relaxed);
+  if (call->metrics) call->start = Clock::now();
   auto budgetMs =
       std::chrono::duration_cast<std::chrono::milliseconds>(deadline.remaining()).count();
   call->timer = timers_.schedule(deadline.when(), [call, budgetMs] {
     if (call->answered.exchange(true)) return;
+    call->record(StatusCode::kTimedOut);
     call->done(failure(Status::timedOut(
         fmt::format("{}: no answer within the deadline of {} ms", call->name.text(), budgetMs))));
   });
   return [this, call](Result<T> r) {
     if (call->answered.exchange(true)) return;  // the deadline fired first
     timers_.cancel(call->timer);
+    call->record(r ? StatusCode::kOk : r.error().code());
     if (!r) r = failure(r.error().withContext(call->name.text()));
     call->done(std::move(r));
   };
@@ -55,47 +73,48 @@ Callback<T> ObjectStore::withDeadline(Callback<T> done, Deadline& deadline, Call
 
 void ObjectStore::read(const std::string& oid, std::uint64_t offset, std::uint64_t length,
                        Callback<Bytes> done, Deadline deadline) {
-  auto cb = withDeadline(std::move(done), deadline, {"read", oid, {}});
+  auto cb = withDeadline(std::move(done), deadline, {StoreOp::kRead, "read", oid, {}});
   readImpl(oid, offset, length, std::move(cb), deadline);
 }
 
 void ObjectStore::stat(const std::string& oid, Callback<ObjectStat> done, Deadline deadline) {
-  auto cb = withDeadline(std::move(done), deadline, {"stat", oid, {}});
+  auto cb = withDeadline(std::move(done), deadline, {StoreOp::kStat, "stat", oid, {}});
   statImpl(oid, std::move(cb), deadline);
 }
 
 void ObjectStore::getXattr(const std::string& oid, const std::string& name,
                            Callback<std::string> done, Deadline deadline) {
-  auto cb = withDeadline(std::move(done), deadline, {"get xattr", oid, name});
+  auto cb = withDeadline(std::move(done), deadline, {StoreOp::kGetXattr, "get xattr", oid, name});
   getXattrImpl(oid, name, std::move(cb), deadline);
 }
 
 void ObjectStore::omapGet(const std::string& oid, std::vector<std::string> keys,
                           Callback<std::map<std::string, std::string>> done, Deadline deadline) {
-  auto cb = withDeadline(std::move(done), deadline, {"omap get on", oid, {}});
+  auto cb = withDeadline(std::move(done), deadline, {StoreOp::kOmapGet, "omap get on", oid, {}});
   omapGetImpl(oid, std::move(keys), std::move(cb), deadline);
 }
 
 void ObjectStore::omapList(const std::string& oid, OmapListArgs args, Callback<OmapPage> done,
                            Deadline deadline) {
-  auto cb = withDeadline(std::move(done), deadline, {"omap list on", oid, {}});
+  auto cb = withDeadline(std::move(done), deadline, {StoreOp::kOmapList, "omap list on", oid, {}});
   omapListImpl(oid, std::move(args), std::move(cb), deadline);
 }
 
 void ObjectStore::listObjects(const std::string& cursor, std::uint32_t maxEntries,
                               Callback<ObjectPage> done, Deadline deadline) {
-  auto cb = withDeadline(std::move(done), deadline, {"list objects of", describe(), {}});
+  auto cb = withDeadline(std::move(done), deadline,
+                         {StoreOp::kListObjects, "list objects of", describe(), {}});
   listObjectsImpl(cursor, maxEntries, std::move(cb), deadline);
 }
 
 void ObjectStore::usage(Callback<StoreUsage> done, Deadline deadline) {
-  auto cb = withDeadline(std::move(done), deadline, {"usage of", describe(), {}});
+  auto cb = withDeadline(std::move(done), deadline, {StoreOp::kUsage, "usage of", describe(), {}});
   usageImpl(std::move(cb), deadline);
 }
 
 void ObjectStore::mutate(const std::string& oid, WriteOp op, Callback<std::uint64_t> done,
                          Deadline deadline) {
-  auto cb = withDeadline(std::move(done), deadline, {"write", oid, {}});
+  auto cb = withDeadline(std::move(done), deadline, {StoreOp::kMutate, "write", oid, {}});
   mutateImpl(oid, std::move(op), std::move(cb), deadline);
 }
 

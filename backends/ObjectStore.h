@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -10,6 +11,7 @@
 #include "backends/WriteOp.h"
 #include "common/Bytes.h"
 #include "common/Deadline.h"
+#include "common/LatencyHistogram.h"
 #include "common/Result.h"
 #include "common/TimerQueue.h"
 
@@ -56,6 +58,21 @@ struct StoreUsage {
 };
 
 struct CallName;  // what a call is, for its error messages (ObjectStore.cc)
+
+// The calls of a store, for its metrics.
+enum class StoreOp {
+  kRead,
+  kStat,
+  kGetXattr,
+  kOmapGet,
+  kOmapList,
+  kListObjects,
+  kUsage,
+  kMutate,
+  kCount
+};
+std::string_view storeOpName(StoreOp op);  // "read", "omap_list", ...
+using StoreMetrics = OpMetrics<StoreOp>;
 
 // A flat namespace of named objects with data, xattrs and an ordered key-value map (omap): the
 // operations the volume format needs, with RADOS semantics on every implementation.
@@ -112,6 +129,9 @@ class ObjectStore {
   void remove(const std::string& oid, Callback<std::uint64_t> done, Deadline deadline = {});
 
   Duration defaultTimeout() const { return defaultTimeout_; }
+  // From now on every call's latency (to its answer or its deadline) and outcome are recorded in
+  // `metrics` (null: not recorded), which must outlive the store.
+  void setMetrics(StoreMetrics* metrics) { metrics_.store(metrics, std::memory_order_relaxed); }
 
  protected:
   explicit ObjectStore(Duration defaultTimeout) : defaultTimeout_(defaultTimeout) {}
@@ -141,6 +161,7 @@ class ObjectStore {
 
   Duration defaultTimeout_;
   TimerQueue timers_;
+  std::atomic<StoreMetrics*> metrics_{nullptr};
 };
 
 }  // namespace tierfs::backends

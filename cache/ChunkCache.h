@@ -24,6 +24,7 @@ struct ChunkCacheStats {
   std::uint64_t deviceHits = 0;    // from the cache devices
   std::uint64_t backendReads = 0;  // fetched from the back end
   std::uint64_t bytesFromDevice = 0, bytesFromBackend = 0;  // as stored (frames)
+  std::uint64_t bytesFromMemory = 0;                        // decoded
   // The cache devices (all zero without them):
   std::uint64_t deviceEntries = 0, deviceUsedBytes = 0, deviceCapacityBytes = 0;
   std::uint64_t deviceOccupiedBytes = 0;  // files and index on disk

@@ -80,6 +80,7 @@ class DeviceTier {
   ListingCache& listings() { return *listings_; }
 
   RegionCacheStats stats() const { return regions_->stats(); }
+  std::vector<DeviceUsage> deviceUsage() const { return regions_->deviceUsage(); }
   // Bytes the devices' files and the index occupy on disk now.
   std::uint64_t occupiedBytes() const;
   const DeviceTierOptions& options() const { return options_; }

@@ -118,7 +118,10 @@ class MemoryChunkCache final : public ChunkCache {
       std::lock_guard lock(mu_);
       if (priority == Priority::kDemand) notePrefetchUsedLocked(key);
       hit = lookupLocked(key);
-      if (hit) ++counters_.memoryHits;
+      if (hit) {
+        ++counters_.memoryHits;
+        counters_.bytesFromMemory += hit->size();
+      }
       if (!hit) {
         auto [it, first] = inFlight_.try_emplace(key);
         it->second.push_back(std::move(done));

@@ -657,4 +657,22 @@ RegionCacheStats RegionCache::stats() const {
   return s;
 }
 
+std::vector<DeviceUsage> RegionCache::deviceUsage() const {
+  std::lock_guard lock(impl_->mu);
+  std::vector<DeviceUsage> usage(impl_->devices.size());
+  for (std::size_t d = 0; d < usage.size(); ++d) {
+    usage[d].name = impl_->devices[d]->name();
+    const std::uint64_t regions = impl_->firstRegion[d + 1] - impl_->firstRegion[d];
+    usage[d].capacityBytes = regions * impl_->options.regionSize;
+    usage[d].failed = impl_->health[d].failed;
+  }
+  for (std::uint32_t r = 0; r < impl_->regions.size(); ++r) {
+    const Region& g = impl_->regions[r];
+    if (g.state == State::kSealed || g.state == State::kEvicting) {
+      usage[impl_->deviceOf(r)].usedBytes += g.liveBytes;
+    }
+  }
+  return usage;
+}
+
 }  // namespace tierfs::cache

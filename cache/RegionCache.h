@@ -70,6 +70,14 @@ struct RegionCacheStats {
   std::uint64_t failedDevices = 0;     // taken out of service
 };
 
+// One cache device as the region cache sees it.
+struct DeviceUsage {
+  std::string name;
+  std::uint64_t usedBytes = 0;      // entries in its sealed regions
+  std::uint64_t capacityBytes = 0;  // of its regions
+  bool failed = false;              // taken out of service
+};
+
 class RegionCache {
  public:
   // Opens the cache over `devices` (each cut into regions of options.regionSize) and the
@@ -96,6 +104,7 @@ class RegionCache {
   void abandon();
 
   RegionCacheStats stats() const;
+  std::vector<DeviceUsage> deviceUsage() const;
 
   struct Impl;
 

@@ -37,6 +37,13 @@ FileWriter::FileWriter(WriterContext ctx, const Inode& base)
 FileWriter::~FileWriter() {
   std::unique_lock lock(mu_);
   uploadDone_.wait(lock, [this] { return inFlight_ == 0; });  // callbacks refer to this
+  setUnflushedLocked(0);
+}
+
+void FileWriter::setUnflushedLocked(std::uint64_t bytes) {
+  // Unsigned arithmetic wraps, so adding the difference also takes away.
+  if (ctx_.unflushedTotal) ctx_.unflushedTotal->fetch_add(bytes - unflushedBytes_);
+  unflushedBytes_ = bytes;
 }
 
 Status FileWriter::write(std::uint64_t offset, std::string_view data) {
@@ -73,7 +80,7 @@ void FileWriter::writeSlotLocked(std::uint64_t slot, std::uint32_t at, std::stri
   SlotBuffer& buf = dirty_[slot];
   const std::size_t before = buf.data.size();
   buf.put(at, bytes);
-  unflushedBytes_ += buf.data.size() - before;
+  setUnflushedLocked(unflushedBytes_ + buf.data.size() - before);
 }
 
 void FileWriter::startUploadsLocked(std::uint64_t belowSlot, std::unique_lock<std::mutex>& lock) {
@@ -145,7 +152,7 @@ void FileWriter::finishUploadLocked(std::uint64_t slot, const std::vector<Extent
     uploadError_ = status;
   }
   uploading_.erase(slot);
-  unflushedBytes_ -= std::min(unflushedBytes_, bytes);
+  setUnflushedLocked(unflushedBytes_ - std::min(unflushedBytes_, bytes));
   --inFlight_;
   uploadDone_.notify_all();
 }
@@ -157,7 +164,8 @@ Status FileWriter::truncate(std::uint64_t size) {
   for (auto it = dirty_.begin(); it != dirty_.end();) {
     const std::uint64_t slotStart = it->first * chunkSize_;
     if (slotStart >= size) {
-      unflushedBytes_ -= std::min(unflushedBytes_, std::uint64_t{it->second.data.size()});
+      setUnflushedLocked(unflushedBytes_ -
+                         std::min(unflushedBytes_, std::uint64_t{it->second.data.size()}));
       it = dirty_.erase(it);
       continue;
     }

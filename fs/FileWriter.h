@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -18,6 +19,7 @@ struct WriterContext {
   cache::ChunkCache& cache;
   const DataReader& reader;
   std::uint64_t dirtyLimit;  // unflushed bytes per file before writes wait for uploads
+  std::atomic<std::uint64_t>* unflushedTotal = nullptr;  // of all writers: for metrics
 };
 
 // The unflushed changes of one file on this node. Written bytes collect in per-chunk-slot
@@ -72,6 +74,7 @@ class FileWriter {
   void finishUploadLocked(std::uint64_t slot, const std::vector<Extent>& runs, std::uint64_t bytes,
                           Status status);
   void recomputeViewLocked();
+  void setUnflushedLocked(std::uint64_t bytes);
   struct Patch {
     std::uint64_t at;
     std::string bytes;

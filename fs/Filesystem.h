@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <list>
@@ -41,6 +42,8 @@ struct FsOptions {
   std::string controlSocket;   // the daemon's control socket, shown in an xattr of the root
   ReadAheadOptions readAhead;  // its chunkSize is ignored: the volume's is used
   SweepOptions sweep;          // dataset sweeps (they need cache devices)
+  // Records the chunk accesses of reads for `tierfs advise` (not owned; null: none).
+  cache::SizingAdvisor* advisor = nullptr;
 };
 
 // Who makes a call: the owner of what it creates.
@@ -167,6 +170,8 @@ class Filesystem {
   DatasetSweep::Stats sweepStats() const {
     return sweep_ ? sweep_->stats() : DatasetSweep::Stats{};
   }
+  // Bytes written on this node and not yet uploaded to the back end.
+  std::uint64_t unflushedBytes() const { return unflushedBytes_.load(std::memory_order_relaxed); }
 
  private:
   struct Commit {
@@ -205,11 +210,13 @@ class Filesystem {
   Result<std::uint64_t> storedBytes(const Inode& inode);
   Status checkWritable() const;
   void noteAccess(Node& node);
+  std::string datasetOf(Ino ino) const;  // the top-level directory a file is under
 
   Volume& volume_;
   cache::ChunkCache& cache_;
   cache::ListingCache* const listings_;
   const FsOptions options_;
+  std::atomic<std::uint64_t> unflushedBytes_{0};  // before nodes_: their writers update it
   DataReader reader_;
   ReadAhead readAhead_;  // after reader_, which it uses
   InodeTable nodes_;

@@ -32,6 +32,25 @@ Filesystem::Filesystem(Volume& volume, cache::ChunkCache& cache, FsOptions optio
   auto n = nodes_.remember(0, std::string(kRootKey), d, true);
   std::lock_guard lock(n->mu);
   if (!root || !*root) n->fetchedAt = {};  // read again on first use
+  if (options_.advisor) {
+    reader_.recordAccesses(options_.advisor, [this](Ino ino) { return datasetOf(ino); });
+  }
+}
+
+// Walks up the parents the inode table knows: the ancestor whose parent is the root names the
+// dataset. "" for a file in the root itself, or when an ancestor is no longer known.
+std::string Filesystem::datasetOf(Ino ino) const {
+  constexpr int kMaxDepth = 256;  // a loop guard; real trees are far shallower
+  std::string name;
+  int depth = 0;
+  for (; depth < kMaxDepth && ino != kRootIno; ++depth) {
+    auto n = nodes_.find(ino);
+    if (!n) return "";
+    std::lock_guard lock(n->mu);
+    name = n->name;
+    ino = n->parent;
+  }
+  return ino == kRootIno && depth > 1 ? name : "";  // depth 1: the file itself is in the root
 }
 
 Filesystem::~Filesystem() { (void)flushAll(); }
@@ -40,7 +59,7 @@ std::shared_ptr<FileWriter> Filesystem::writerFor(Node& n) {
   std::lock_guard lock(n.mu);
   if (!n.writer) {
     n.writer = std::make_shared<FileWriter>(
-        WriterContext{volume_, cache_, reader_, options_.dirtyLimitPerFile}, n.dentry.inode);
+        WriterContext{volume_, cache_, reader_, options_.dirtyLimitPerFile, &unflushedBytes_}, n.dentry.inode);
   }
   return n.writer;
 }

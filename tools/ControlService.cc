@@ -7,6 +7,7 @@
 #include <cerrno>
 
 #include "fs/HintedPrefetch.h"
+#include "tools/AdviseCommand.h"
 
 namespace tierfs::tools {
 
@@ -17,6 +18,7 @@ void ControlService::handle(const control::Request& request, control::Connection
   if (const auto* r = std::get_if<control::StatusRequest>(&request)) return status(*r, c);
   if (const auto* r = std::get_if<control::WarmRequest>(&request)) return warm(*r, c);
   if (const auto* r = std::get_if<control::HintRequest>(&request)) return hint(*r, c);
+  if (const auto* r = std::get_if<control::AdviseRequest>(&request)) return advise(*r, c);
   evict(std::get<control::EvictRequest>(request), c);
 }
 
@@ -50,11 +52,34 @@ void ControlService::status(const control::StatusRequest& r, control::Connection
   (void)c.reply(reply);
 }
 
+ControlService::WarmCounters ControlService::warmCounters() const {
+  return {warmJobs_.load(), warmFilesHandled_.load(), warmFilesPending_.load(),
+          warmFetchedBytes_.load()};
+}
+
+// Adds what a job did since its previous report (unsigned arithmetic: a decrease wraps back).
+void ControlService::countWarmProgress(const control::WarmProgress& before,
+                                       const control::WarmProgress& now) {
+  const std::uint64_t handled = now.done.files - before.done.files;
+  warmFilesHandled_ += handled;
+  warmFilesPending_ += (now.total.files - before.total.files) - handled;
+  warmFetchedBytes_ += now.fetchedBytes - before.fetchedBytes;
+}
+
 void ControlService::warm(const control::WarmRequest& r, control::Connection& c) {
   ++warmJobs_;
   spdlog::info("control: warm-up of {} path(s) started", r.paths.size());
+  control::WarmProgress last;
   auto result = trees_.warm(r.paths, r.parallel, std::chrono::milliseconds(250),
-                            [&](const control::WarmProgress& p) { return c.reply(p).isOk(); });
+                            [&](const control::WarmProgress& p) {
+                              countWarmProgress(last, p);
+                              last = p;
+                              return c.reply(p).isOk();
+                            });
+  if (result) countWarmProgress(last, *result);
+  // What the job left undone (cancelled, failed) is no longer pending.
+  const control::WarmProgress& end = result ? *result : last;
+  warmFilesPending_ -= end.total.files - end.done.files;
   --warmJobs_;
   if (!result) {
     spdlog::info("control: warm-up ended: {}", result.error().toString());
@@ -104,6 +129,16 @@ void ControlService::hint(const control::HintRequest& r, control::Connection& c)
   const fs::HintedPrefetch::Stats s = job->stats();
   spdlog::info("control: hint ended: reader at {} of {} files, {} prefetched ({} MiB)", s.position,
                s.files, s.prefetched, s.bytes >> 20);
+}
+
+void ControlService::advise(const control::AdviseRequest& r, control::Connection& c) {
+  if (!stack_.advisor) {
+    return (void)c.reply(control::ErrorReply{
+        Status::notSupported("the sizing advisor is off in this daemon ([advisor] enabled)")});
+  }
+  auto reply = adviseReply(*stack_.advisor, r, stack_.cacheBytes);
+  if (!reply) return (void)c.reply(control::ErrorReply{reply.error()});
+  (void)c.reply(*reply);
 }
 
 Result<std::unique_ptr<control::Server>> startControl(const DaemonConfig& cfg,

@@ -18,7 +18,11 @@
 #include "fs/fuse/FuseServer.h"
 #include "tools/BackendOptions.h"
 #include "tools/ControlService.h"
+#include "tools/Logging.h"
+#include "tools/Metrics.h"
 #include "tools/MountConfig.h"
+#include "tools/MountPoint.h"
+#include "tools/SystemdNotify.h"
 
 namespace tierfs::tools {
 namespace {
@@ -120,18 +124,6 @@ void detach(int reportFd, const std::string& logFile) {
   (void)!chdir("/");
 }
 
-Status setUpLogging(const MountArgs& args) {
-  spdlog::set_level(args.debug ? spdlog::level::debug : spdlog::level::info);
-  if (args.logFile.empty()) return Status::ok();
-  try {
-    spdlog::set_default_logger(spdlog::basic_logger_mt("tierfs", args.logFile));
-    spdlog::default_logger()->flush_on(spdlog::level::info);  // a log read after a crash is whole
-  } catch (const spdlog::spdlog_ex& e) {
-    return Status::invalidArgument(fmt::format("--log {}: {}", args.logFile, e.what()));
-  }
-  return Status::ok();
-}
-
 // Rename intents younger than this may belong to a daemon on another node that is still renaming.
 constexpr std::chrono::seconds kMountIntentMinAge{60};
 
@@ -154,18 +146,37 @@ void recoverRenames(fs::Volume& volume) {
   if (!s.isOk()) spdlog::warn("recovering rename intents: {}", s.toString());
 }
 
+// READY=1 once the mount answers, STOPPING=1 when the loop ends (see deploy/systemd).
+fs::ServeHooks serviceManagerHooks(const std::string& uuid, const std::string& mountpoint,
+                                   bool forked) {
+  fs::ServeHooks hooks;
+  hooks.answering = [=] {
+    spdlog::info("the mount at {} answers: ready", mountpoint);
+    notify::ready(fmt::format("serving volume {} at {}", uuid, mountpoint), forked);
+  };
+  hooks.stopping = [=](const std::string& why) {
+    spdlog::info("stopping ({}): committing unflushed data, then unmounting {}", why, mountpoint);
+    notify::stopping(fmt::format("stopping ({}): committing unflushed data", why));
+  };
+  return hooks;
+}
+
 Status serveMount(const DaemonConfig& cfg, bool autoMkfs, int reportFd, const MountArgs& args) {
+  notify::status("opening the volume");
+  MetricsRecorders recorders;  // before the stack: its store records calls into it to the end
   TIERFS_ASSIGN_OR_RETURN(auto stack, openFilesystem(cfg, autoMkfs));
   if (!cfg.fs.readOnly) recoverRenames(*stack->volume);
   // Declared after the stack: the socket closes (and its handlers end) before the stack goes.
   ControlService service(*stack, cfg.mount.mountpoint);
   TIERFS_ASSIGN_OR_RETURN(auto control, startControl(cfg, service));
   fs::FuseServer server(*stack->filesystem, cfg.mount);
+  TIERFS_ASSIGN_OR_RETURN(auto metrics, startMetrics(cfg, *stack, service, server, recorders));
   TIERFS_RETURN_IF_ERROR(server.mount());
-  spdlog::info("mounted volume {} from {} at {}", stack->volume->record().uuidString(),
-               stack->store->describe(), cfg.mount.mountpoint);
+  const std::string uuid = stack->volume->record().uuidString();
+  spdlog::info("mounted volume {} from {} at {}", uuid, stack->store->describe(),
+               cfg.mount.mountpoint);
   detach(reportFd, args.logFile);
-  Status s = server.serve();
+  Status s = server.serve(serviceManagerHooks(uuid, cfg.mount.mountpoint, reportFd >= 0));
   control.reset();
   spdlog::info("unmounted {}: {}", cfg.mount.mountpoint, s.toString());
   const cache::ChunkCacheStats c = stack->chunks->stats();
@@ -194,12 +205,12 @@ int runMount(MountArgs& args) {
   }
   auto cfg = resolveDaemonConfig(args);
   if (!cfg) return fail("mount", cfg.error());
-  struct stat st {};
-  if (::stat(cfg->mount.mountpoint.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    return fail("mount", Status::invalidArgument(fmt::format("mount point '{}' is not a directory",
-                                                             cfg->mount.mountpoint)));
+  const LoggingConfig& log = cfg->logging;
+  if (Status s = setUpLogging(log.level, log.target, log.repeatWindow); !s.isOk()) {
+    return fail("mount", s);
   }
-  if (Status s = setUpLogging(args); !s.isOk()) return fail("mount", s);
+  // After the logging set-up: removing a dead mount left by a crashed daemon is logged.
+  if (Status s = prepareMountPoint(cfg->mount.mountpoint); !s.isOk()) return fail("mount", s);
   const int reportFd = args.foreground ? -1 : daemonize();
   Status s = serveMount(*cfg, autoMkfs, reportFd, args);
   if (!s.isOk()) {

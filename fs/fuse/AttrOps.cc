@@ -19,11 +19,11 @@ Timestamp timeOf(const struct timespec& ts) {
 }
 
 void getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
-  guarded(req, "getattr", [&] { replyAttr(req, context(req).fs.getattr(ino), "getattr"); });
+  guarded(req, FuseOp::kGetAttr, [&] { replyAttr(req, context(req).fs.getattr(ino), "getattr"); });
 }
 
 void setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int toSet, fuse_file_info*) {
-  guarded(req, "setattr", [&] {
+  guarded(req, FuseOp::kSetAttr, [&] {
     SetAttr c;
     c.setMode = toSet & FUSE_SET_ATTR_MODE;
     c.setUid = toSet & FUSE_SET_ATTR_UID;
@@ -43,7 +43,7 @@ void setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int toSet, fuse_
 }
 
 void statfs(fuse_req_t req, fuse_ino_t) {
-  guarded(req, "statfs", [&] {
+  guarded(req, FuseOp::kStatFs, [&] {
     auto r = context(req).fs.statfs();
     if (!r) return replyError(req, r.error(), "statfs");
     struct statvfs st {};
@@ -63,7 +63,7 @@ void statfs(fuse_req_t req, fuse_ino_t) {
 bool isUnstoredNamespace(std::string_view name) { return !name.starts_with("user."); }
 
 void getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
-  guarded(req, "getxattr", [&] {
+  guarded(req, FuseOp::kGetXattr, [&] {
     if (isUnstoredNamespace(name)) return (void)fuse_reply_err(req, ENODATA);
     auto r = context(req).fs.getxattr(ino, name);
     if (!r) return replyError(req, r.error(), "getxattr");
@@ -74,7 +74,7 @@ void getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
 }
 
 void listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
-  guarded(req, "listxattr", [&] {
+  guarded(req, FuseOp::kListXattr, [&] {
     auto r = context(req).fs.listxattr(ino);
     if (!r) return replyError(req, r.error(), "listxattr");
     std::string names;
@@ -87,14 +87,14 @@ void listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
 
 void setxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value, size_t size,
               int flags) {
-  guarded(req, "setxattr", [&] {
+  guarded(req, FuseOp::kSetXattr, [&] {
     Status s = context(req).fs.setxattr(ino, name, std::string_view(value, size), flags);
     s.isOk() ? (void)fuse_reply_err(req, 0) : replyError(req, s, "setxattr");
   });
 }
 
 void removexattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
-  guarded(req, "removexattr", [&] {
+  guarded(req, FuseOp::kRemoveXattr, [&] {
     Status s = context(req).fs.removexattr(ino, name);
     s.isOk() ? (void)fuse_reply_err(req, 0) : replyError(req, s, "removexattr");
   });

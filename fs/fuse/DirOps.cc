@@ -21,7 +21,7 @@ mode_t typeBits(FileType t) {
 }
 
 void opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
-  guarded(req, "opendir", [&] {
+  guarded(req, FuseOp::kOpenDir, [&] {
     auto r = context(req).fs.opendir(ino);
     if (!r) return replyError(req, r.error(), "opendir");
     fi->fh = reinterpret_cast<uint64_t>(r->release());
@@ -68,11 +68,11 @@ void list(fuse_req_t req, size_t size, off_t off, fuse_file_info* fi, bool plus)
 }
 
 void readdir(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) {
-  guarded(req, "readdir", [&] { list(req, size, off, fi, false); });
+  guarded(req, FuseOp::kReadDir, [&] { list(req, size, off, fi, false); });
 }
 
 void readdirplus(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) {
-  guarded(req, "readdirplus", [&] { list(req, size, off, fi, true); });
+  guarded(req, FuseOp::kReadDirPlus, [&] { list(req, size, off, fi, true); });
 }
 
 void releasedir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {

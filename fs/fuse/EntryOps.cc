@@ -19,7 +19,7 @@ void replyEntry(fuse_req_t req, const Result<Inode>& r, const char* op) {
 }
 
 void lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
-  guarded(req, "lookup", [&] {
+  guarded(req, FuseOp::kLookup, [&] {
     Context& ctx = context(req);
     auto r = ctx.fs.lookup(parent, name);
     if (!r && r.error().toErrno() == ENOENT && ctx.options.negativeTimeout > Duration::zero()) {
@@ -43,14 +43,14 @@ void forgetMulti(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
 }
 
 void mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
-  guarded(req, "mkdir", [&] {
+  guarded(req, FuseOp::kMkDir, [&] {
     replyEntry(req, context(req).fs.mkdir(parent, name, mode, callerOf(req)), "mkdir");
   });
 }
 
 // Regular files only: device nodes, FIFOs and sockets have no place in an object store.
 void mknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t) {
-  guarded(req, "mknod", [&] {
+  guarded(req, FuseOp::kMkNod, [&] {
     if (!S_ISREG(mode)) return replyError(req, Status::posix(EPERM, "only regular files"), "mknod");
     auto r = context(req).fs.create(parent, name, mode, O_EXCL | O_WRONLY, callerOf(req));
     if (!r) return replyError(req, r.error(), "mknod");
@@ -61,7 +61,7 @@ void mknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev
 }
 
 void symlink(fuse_req_t req, const char* target, fuse_ino_t parent, const char* name) {
-  guarded(req, "symlink", [&] {
+  guarded(req, FuseOp::kSymlink, [&] {
     replyEntry(req, context(req).fs.symlink(parent, name, target, callerOf(req)), "symlink");
   });
 }
@@ -72,14 +72,14 @@ void link(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) {
 }
 
 void unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
-  guarded(req, "unlink", [&] {
+  guarded(req, FuseOp::kUnlink, [&] {
     Status s = context(req).fs.unlink(parent, name);
     s.isOk() ? (void)fuse_reply_err(req, 0) : replyError(req, s, "unlink");
   });
 }
 
 void rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
-  guarded(req, "rmdir", [&] {
+  guarded(req, FuseOp::kRmDir, [&] {
     Status s = context(req).fs.rmdir(parent, name);
     s.isOk() ? (void)fuse_reply_err(req, 0) : replyError(req, s, "rmdir");
   });
@@ -87,14 +87,14 @@ void rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
 
 void rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t newParent,
             const char* newName, unsigned int flags) {
-  guarded(req, "rename", [&] {
+  guarded(req, FuseOp::kRename, [&] {
     Status s = context(req).fs.rename(parent, name, newParent, newName, flags);
     s.isOk() ? (void)fuse_reply_err(req, 0) : replyError(req, s, "rename");
   });
 }
 
 void readlink(fuse_req_t req, fuse_ino_t ino) {
-  guarded(req, "readlink", [&] {
+  guarded(req, FuseOp::kReadLink, [&] {
     auto r = context(req).fs.readlink(ino);
     r ? (void)fuse_reply_readlink(req, r->c_str()) : replyError(req, r.error(), "readlink");
   });

@@ -15,7 +15,7 @@ void setHandle(fuse_file_info* fi, std::unique_ptr<OpenFile> file, bool keepCach
 }
 
 void open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
-  guarded(req, "open", [&] {
+  guarded(req, FuseOp::kOpen, [&] {
     Context& ctx = context(req);
     // ENOSYS makes the kernel stop sending OPEN and RELEASE for this mount (no_open): a read-only
     // dataset is then read without two extra round trips per file.
@@ -31,7 +31,7 @@ void open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 }
 
 void create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fuse_file_info* fi) {
-  guarded(req, "create", [&] {
+  guarded(req, FuseOp::kCreate, [&] {
     Context& ctx = context(req);
     const fuse_ctx* caller = fuse_req_ctx(req);
     auto r = ctx.fs.create(parent, name, mode, fi->flags, {caller->uid, caller->gid});
@@ -45,7 +45,7 @@ void create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fu
 }
 
 void read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
-  guarded(req, "read", [&] {
+  guarded(req, FuseOp::kRead, [&] {
     Context& ctx = context(req);
     OpenFile* file = fileOf(fi);
     auto r = file ? ctx.fs.read(*file, off, size) : ctx.fs.readInode(ino, off, size);
@@ -60,7 +60,7 @@ void read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info
 // handle, and there is nothing to write, flush or release.
 void write(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off,
            fuse_file_info* fi) {
-  guarded(req, "write", [&] {
+  guarded(req, FuseOp::kWrite, [&] {
     if (!fileOf(fi)) return (void)fuse_reply_err(req, EROFS);
     auto r = context(req).fs.write(*fileOf(fi), off, std::string_view(buf, size));
     r ? (void)fuse_reply_write(req, *r) : replyError(req, r.error(), "write");
@@ -68,7 +68,7 @@ void write(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off,
 }
 
 void flush(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
-  guarded(req, "flush", [&] {
+  guarded(req, FuseOp::kFlush, [&] {
     if (!fileOf(fi)) return (void)fuse_reply_err(req, 0);
     Status s = context(req).fs.flush(*fileOf(fi));
     s.isOk() ? (void)fuse_reply_err(req, 0) : replyError(req, s, "flush");
@@ -76,7 +76,7 @@ void flush(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
 }
 
 void release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
-  guarded(req, "release", [&] {
+  guarded(req, FuseOp::kRelease, [&] {
     if (!fileOf(fi)) return (void)fuse_reply_err(req, 0);
     Status s = context(req).fs.release(std::unique_ptr<OpenFile>(fileOf(fi)));
     s.isOk() ? (void)fuse_reply_err(req, 0) : replyError(req, s, "release");
@@ -84,7 +84,7 @@ void release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
 }
 
 void fsync(fuse_req_t req, fuse_ino_t, int, fuse_file_info* fi) {
-  guarded(req, "fsync", [&] {
+  guarded(req, FuseOp::kFsync, [&] {
     if (!fileOf(fi)) return (void)fuse_reply_err(req, 0);
     Status s = context(req).fs.fsync(*fileOf(fi));
     s.isOk() ? (void)fuse_reply_err(req, 0) : replyError(req, s, "fsync");

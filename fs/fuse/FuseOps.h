@@ -15,26 +15,35 @@ namespace tierfs::fs::fuse {
 struct Context {
   Filesystem& fs;
   const MountOptions& options;
+  FuseMetrics* metrics = nullptr;
 };
 
 inline Context& context(fuse_req_t req) { return *static_cast<Context*>(fuse_req_userdata(req)); }
 
-// Replies with the errno of `s` (logging what an unexpected failure was).
+// Replies with the errno of `s` (logging what an unexpected failure was). The status code is
+// also left for guarded() to count: handlers reply on the thread that runs them.
 void replyError(fuse_req_t req, const Status& s, const char* op);
+extern thread_local StatusCode lastReplyCode;
 struct stat toStat(const Inode& inode);
 fuse_entry_param toEntry(const Context& ctx, const Inode& inode);
 double seconds(Duration d);
 
-// Runs `body`; an exception escaping it becomes EIO (logged), never a dead mount.
+// Runs `body`; an exception escaping it becomes EIO (logged), never a dead mount. Records the
+// request's latency and outcome when the mount keeps metrics.
 template <typename Body>
-void guarded(fuse_req_t req, const char* op, Body&& body) {
+void guarded(fuse_req_t req, FuseOp op, Body&& body) {
+  FuseMetrics* metrics = context(req).metrics;  // before the reply frees `req`
+  const Clock::time_point start = metrics ? Clock::now() : Clock::time_point{};
+  lastReplyCode = StatusCode::kOk;
   try {
     body();
   } catch (const std::exception& e) {
-    replyError(req, Status::internal(std::string("unexpected exception: ") + e.what()), op);
+    replyError(req, Status::internal(std::string("unexpected exception: ") + e.what()),
+               fuseOpName(op).data());
   } catch (...) {
-    replyError(req, Status::internal("unexpected exception"), op);
+    replyError(req, Status::internal("unexpected exception"), fuseOpName(op).data());
   }
+  if (metrics) metrics->record(op, Clock::now() - start, lastReplyCode);
 }
 
 void addEntryOps(fuse_lowlevel_ops& ops);

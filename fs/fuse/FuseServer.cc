@@ -5,20 +5,37 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include <array>
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <thread>
 #include <vector>
 
 #include "fs/fuse/FuseOps.h"
+#include "fs/fuse/MountTable.h"
 
 namespace tierfs::fs {
+
+std::string_view fuseOpName(FuseOp op) {
+  static constexpr std::array<std::string_view, static_cast<std::size_t>(FuseOp::kCount)> kNames = {
+      "lookup",      "getattr", "setattr", "statfs",     "getxattr", "listxattr", "setxattr",
+      "removexattr", "mkdir",   "mknod",   "symlink",    "unlink",   "rmdir",     "rename",
+      "readlink",    "open",    "create",  "read",       "write",    "flush",     "release",
+      "fsync",       "opendir", "readdir", "readdirplus"};
+  return kNames[static_cast<std::size_t>(op)];
+}
+
 namespace fuse {
+
+thread_local StatusCode lastReplyCode = StatusCode::kOk;
 
 double seconds(Duration d) { return std::chrono::duration<double>(d).count(); }
 
 void replyError(fuse_req_t req, const Status& s, const char* op) {
+  lastReplyCode = s.code();
   const int err = s.toErrno();
   // Expected answers (ENOENT on a lookup, EEXIST, ...) are not worth a log line; failures are.
   if (err == EIO || s.code() == StatusCode::kInternal) {
@@ -102,16 +119,45 @@ fuse_lowlevel_ops makeOps() {
   return ops;
 }
 
-// Kernel read-ahead above 128 KiB is set only through the FUSE bdi in sysfs. Runs on its own
-// thread once the loop serves, since stat() of the mount point is itself a FUSE request.
-void raiseReadAhead(std::string mountpoint, std::uint32_t kb) {
-  struct stat st {};
-  if (::stat(mountpoint.c_str(), &st) != 0) return;
-  std::string path =
-      fmt::format("/sys/class/bdi/{}:{}/read_ahead_kb", major(st.st_dev), minor(st.st_dev));
+// Kernel read-ahead above 128 KiB is set only through the FUSE bdi in sysfs.
+void raiseReadAhead(dev_t dev, std::uint32_t kb) {
+  std::string path = fmt::format("/sys/class/bdi/{}:{}/read_ahead_kb", major(dev), minor(dev));
   std::ofstream out(path);
   out << kb;
   if (!out) spdlog::info("could not set {} (read-ahead stays the kernel's)", path);
+}
+
+// Whether the mount point now shows this daemon's mount: stat() of it is itself a FUSE request, so
+// its success means the kernel's INIT is done and the loop answers; the device it reports must be
+// the one mountinfo lists for a fuse.tierfs mount there (not a mount that replaced ours).
+bool mountAnswers(const std::string& mountpoint, dev_t* dev) {
+  struct stat st {};
+  if (::stat(mountpoint.c_str(), &st) != 0) return false;
+  char* real = ::realpath(mountpoint.c_str(), nullptr);
+  if (real == nullptr) return false;
+  auto mounts = readMountInfo();
+  auto mount = mounts ? findMountAt(*mounts, real) : std::nullopt;
+  std::free(real);
+  *dev = st.st_dev;
+  return mount && mount->fsType == "fuse.tierfs" && makedev(mount->major, mount->minor) == *dev;
+}
+
+// Runs on its own thread once the loop serves (so that the stat is answered, not deadlocked).
+void afterMountAnswers(std::string mountpoint, std::uint32_t readAheadKb,
+                       std::function<void()> answering) {
+  dev_t dev = 0;
+  if (!mountAnswers(mountpoint, &dev)) {
+    spdlog::warn("the mount at {} did not answer a stat as a tierfs mount", mountpoint);
+    return;
+  }
+  if (readAheadKb > 0) raiseReadAhead(dev, readAheadKb);
+  if (answering) answering();
+}
+
+// What ended the request loop, from fuse_session_loop_mt's result.
+std::string loopEndReason(int rc) {
+  if (rc == SIGTERM || rc == SIGINT || rc == SIGHUP) return fmt::format("SIG{}", sigabbrev_np(rc));
+  return rc == 0 ? "unmounted" : fmt::format("error {}", rc);
 }
 
 }  // namespace
@@ -122,7 +168,7 @@ FuseServer::FuseServer(Filesystem& fs, MountOptions options)
 
 Status FuseServer::mount() {
   static const fuse_lowlevel_ops ops = fuse::makeOps();
-  context_ = std::make_unique<fuse::Context>(fuse::Context{fs_, options_});
+  context_ = std::make_unique<fuse::Context>(fuse::Context{fs_, options_, metrics_});
   std::vector<std::string> opts = {"fsname=tierfs", "subtype=tierfs", "default_permissions",
                                    fmt::format("max_read={}", options_.maxRead)};
   if (options_.allowOther) opts.push_back("allow_other");
@@ -141,21 +187,24 @@ Status FuseServer::mount() {
   return Status::ok();
 }
 
-Status FuseServer::serve() {
+Status FuseServer::serve(const ServeHooks& hooks) {
+  // SIGTERM, SIGINT and SIGHUP end the loop; the kernel hands a signal sent to the process to
+  // this (main) thread, whose wait in the loop it interrupts.
   if (fuse_set_signal_handlers(session_) != 0) return Status::internal("fuse: signal handlers");
-  std::thread readAhead;
-  if (options_.readAheadKb > 0) {
-    readAhead = std::thread(fuse::raiseReadAhead, options_.mountpoint, options_.readAheadKb);
-  }
+  std::thread afterMount(fuse::afterMountAnswers, options_.mountpoint, options_.readAheadKb,
+                         hooks.answering);
   fuse_loop_config* cfg = fuse_loop_cfg_create();
   fuse_loop_cfg_set_max_threads(cfg, options_.maxThreads);
   int rc = fuse_session_loop_mt(session_, cfg);
   fuse_loop_cfg_destroy(cfg);
-  if (readAhead.joinable()) readAhead.join();
   fuse_remove_signal_handlers(session_);
+  if (hooks.stopping) hooks.stopping(fuse::loopEndReason(rc));
   Status flushed = fs_.flushAll();  // after a signal, destroy() may not have run
+  // Unmounting closes /dev/fuse first, which fails a stat still waiting on the stopped loop: only
+  // then can the thread be joined.
   fuse_session_unmount(session_);
   mounted_ = false;
+  afterMount.join();
   if (!flushed.isOk()) return flushed;
   if (rc != 0 && rc != SIGINT && rc != SIGTERM && rc != SIGHUP) {
     return Status::ioError(fmt::format("fuse: request loop ended with {}", rc));
