@@ -40,7 +40,7 @@ Result<Bytes> DataReader::read(Ino ino, const std::vector<Extent>& extents, std:
   std::vector<PieceRange> pieces = map_.resolve(extents, offset, length);
   if (pieces.size() == 1 && pieces[0].length == length) return readPiece(ino, pieces[0]);
   std::string out(length, '\0');
-  TIERFS_RETURN_IF_ERROR(readInto(ino, extents, offset, out));
+  TIERFS_RETURN_IF_ERROR(gatherInto(ino, extents, offset, out, true));
   return Bytes(std::move(out));
 }
 
@@ -49,7 +49,15 @@ Result<Bytes> DataReader::readPiece(Ino ino, const PieceRange& p) const {
   auto chunk = cache_.readWaiting(key);
   if (!chunk) return failure(chunk.error().withContext("reading " + key.objectName()));
   TIERFS_RETURN_IF_ERROR(checkLength(key, *chunk, p));
+  if (advisor_) noteAccess(ino, key, chunk->size());
   return chunk->slice(p.pieceOffset, p.length);
+}
+
+// The size recorded is the chunk's raw (decoded) bytes: what the memory cache counts.
+void DataReader::noteAccess(Ino ino, const cache::ChunkKey& key, std::uint64_t bytes) const {
+  const std::uint64_t hash = cache::ChunkKeyHash{}(key);
+  if (!advisor_->count(hash, bytes)) return;
+  advisor_->recordDataset(hash, bytes, datasetOf_ ? datasetOf_(ino) : std::string());
 }
 
 Status DataReader::checkLength(const cache::ChunkKey& key, const Bytes& chunk,
@@ -61,6 +69,11 @@ Status DataReader::checkLength(const cache::ChunkKey& key, const Bytes& chunk,
 
 Status DataReader::readInto(Ino ino, const std::vector<Extent>& extents, std::uint64_t offset,
                             std::string& out) const {
+  return gatherInto(ino, extents, offset, out, false);
+}
+
+Status DataReader::gatherInto(Ino ino, const std::vector<Extent>& extents, std::uint64_t offset,
+                              std::string& out, bool demand) const {
   std::vector<PieceRange> pieces = map_.resolve(extents, offset, out.size());
   if (pieces.empty()) return Status::ok();
   // The cache answers every read exactly once (the store's deadline bounds it), so wait()
@@ -68,11 +81,13 @@ Status DataReader::readInto(Ino ino, const std::vector<Extent>& extents, std::ui
   auto gather = std::make_shared<Gather>();
   gather->pending = pieces.size();
   char* base = out.data();
+  const bool note = demand && advisor_;
   for (const PieceRange& p : pieces) {
     cache::ChunkKey key{ino, p.id.version, p.id.piece};
-    cache_.read(key, [gather, p, key, base, offset](Result<Bytes> chunk) {
+    cache_.read(key, [this, note, ino, gather, p, key, base, offset](Result<Bytes> chunk) {
       if (!chunk) return gather->finish(chunk.error().withContext("reading " + key.objectName()));
       if (Status s = checkLength(key, *chunk, p); !s.isOk()) return gather->finish(s);
+      if (note) noteAccess(ino, key, chunk->size());
       std::copy_n(chunk->data() + p.pieceOffset, p.length, base + (p.fileOffset - offset));
       gather->finish(Status::ok());
     });

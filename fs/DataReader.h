@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cache/ChunkCache.h"
+#include "cache/SizingAdvisor.h"
 #include "fs/ChunkMap.h"
 
 namespace tierfs::fs {
@@ -36,13 +37,27 @@ class DataReader {
 
   const ChunkMap& chunkMap() const { return map_; }
 
+  // Has the chunk accesses of read() (demand reads; not prefetch() nor a writer's readInto())
+  // recorded by `advisor`, with the top-level directory `datasetOf` names for the inode (asked
+  // only for the accesses the advisor wants). Call before the first read.
+  using DatasetFn = std::function<std::string(Ino)>;
+  void recordAccesses(cache::SizingAdvisor* advisor, DatasetFn datasetOf) {
+    advisor_ = advisor;
+    datasetOf_ = std::move(datasetOf);
+  }
+
  private:
+  Status gatherInto(Ino ino, const std::vector<Extent>& extents, std::uint64_t offset,
+                    std::string& out, bool demand) const;
+  void noteAccess(Ino ino, const cache::ChunkKey& key, std::uint64_t bytes) const;
   Result<Bytes> readPiece(Ino ino, const PieceRange& piece) const;
   static Status checkLength(const cache::ChunkKey& key, const Bytes& chunk,
                             const PieceRange& piece);
 
   cache::ChunkCache& cache_;
   ChunkMap map_;
+  cache::SizingAdvisor* advisor_ = nullptr;  // not owned; null: accesses are not recorded
+  DatasetFn datasetOf_;
 };
 
 }  // namespace tierfs::fs

@@ -352,6 +352,21 @@ int runEvict(const std::vector<std::string>& paths) {
 
 }  // namespace
 
+Status askDaemonOf(const std::string& path, const ctl::Request& r,
+                   const std::function<bool(const ctl::Reply&)>& onReply) {
+  std::string at = path;
+  if (at.empty()) {
+    const std::vector<std::string> mounts = tierfsMounts();
+    if (mounts.size() != 1) {
+      return Status::invalidArgument(
+          fmt::format("{} tierfs mounts on this node: name the one to ask about", mounts.size()));
+    }
+    at = mounts[0];
+  }
+  TIERFS_ASSIGN_OR_RETURN(Target t, locate(at));
+  return request(t, r, onReply);
+}
+
 void addControlCommands(CLI::App& app, int& exitCode) {
   struct Args {
     std::vector<std::string> paths;

@@ -15,10 +15,12 @@ enum MessageType : std::uint8_t {
   kWarmRequest = 2,
   kEvictRequest = 3,
   kHintRequest = 4,
+  kAdviseRequest = 5,
   kStatusReply = 64,
   kWarmProgress = 65,
   kEvictReply = 66,
   kHintReply = 67,
+  kAdviseReply = 68,
   kErrorReply = 127,
 };
 
@@ -105,6 +107,87 @@ Result<DaemonStatus> getDaemon(Decoder& d) {
   return s;
 }
 
+void putAdviseRequest(Encoder& e, const AdviseRequest& r) {
+  e.putVarint(r.sizes.size());
+  for (std::uint64_t size : r.sizes) e.putVarint(size);
+  e.putString(r.dataset);
+  e.putVarint(r.targetPpm);
+}
+
+Result<AdviseRequest> getAdviseRequest(Decoder& d) {
+  AdviseRequest r;
+  TIERFS_ASSIGN_OR_RETURN(std::uint64_t n, d.varint("sizes"));
+  if (n > kMaxItems || n > d.remaining()) {
+    return failure(d.error("sizes", fmt::format("{} sizes cannot be in this message", n)));
+  }
+  r.sizes.resize(n);
+  for (std::uint64_t& size : r.sizes) {
+    TIERFS_ASSIGN_OR_RETURN(size, d.varint("size"));
+  }
+  TIERFS_ASSIGN_OR_RETURN(r.dataset, getString(d, "dataset"));
+  TIERFS_ASSIGN_OR_RETURN(r.targetPpm, d.varint32("target"));
+  return r;
+}
+
+void putAdviseCurve(Encoder& e, const AdviseCurve& c) {
+  e.putString(c.dataset);
+  for (std::uint64_t v : {c.workingSetBytes, c.samples, c.sampledAccesses}) e.putVarint(v);
+  e.putVarint(c.sampleRatePpm);
+  e.putVarint(c.points.size());
+  for (const CurvePoint& p : c.points) {
+    e.putVarint(p.cacheBytes);
+    e.putVarint(p.hitPpm);
+  }
+  e.putU8(c.targetBytes ? 1 : 0);
+  if (c.targetBytes) e.putVarint(*c.targetBytes);
+}
+
+Result<AdviseCurve> getAdviseCurve(Decoder& d) {
+  AdviseCurve c;
+  TIERFS_ASSIGN_OR_RETURN(c.dataset, getString(d, "dataset"));
+  for (std::uint64_t* v : {&c.workingSetBytes, &c.samples, &c.sampledAccesses}) {
+    TIERFS_ASSIGN_OR_RETURN(*v, d.varint("curve counter"));
+  }
+  TIERFS_ASSIGN_OR_RETURN(c.sampleRatePpm, d.varint32("sample rate"));
+  TIERFS_ASSIGN_OR_RETURN(std::uint64_t n, d.varint("points"));
+  if (n > kMaxItems || n > d.remaining()) {
+    return failure(d.error("points", fmt::format("{} points cannot be in this message", n)));
+  }
+  c.points.resize(n);
+  for (CurvePoint& p : c.points) {
+    TIERFS_ASSIGN_OR_RETURN(p.cacheBytes, d.varint("point size"));
+    TIERFS_ASSIGN_OR_RETURN(p.hitPpm, d.varint32("point hit ratio"));
+  }
+  TIERFS_ASSIGN_OR_RETURN(std::uint8_t hasTarget, d.u8("has target size"));
+  if (hasTarget > 1) return failure(d.error("has target size", "not 0 or 1"));
+  if (hasTarget) {
+    TIERFS_ASSIGN_OR_RETURN(c.targetBytes, d.varint("target size"));
+  }
+  return c;
+}
+
+void putAdviseReply(Encoder& e, const AdviseReply& r) {
+  e.putVarint(r.configuredBytes);
+  e.putVarint(r.targetPpm);
+  e.putVarint(r.curves.size());
+  for (const AdviseCurve& c : r.curves) putAdviseCurve(e, c);
+}
+
+Result<AdviseReply> getAdviseReply(Decoder& d) {
+  AdviseReply r;
+  TIERFS_ASSIGN_OR_RETURN(r.configuredBytes, d.varint("configured bytes"));
+  TIERFS_ASSIGN_OR_RETURN(r.targetPpm, d.varint32("target"));
+  TIERFS_ASSIGN_OR_RETURN(std::uint64_t n, d.varint("curves"));
+  if (n > kMaxItems || n > d.remaining()) {
+    return failure(d.error("curves", fmt::format("{} curves cannot be in this message", n)));
+  }
+  for (std::uint64_t i = 0; i < n; ++i) {
+    TIERFS_ASSIGN_OR_RETURN(AdviseCurve c, getAdviseCurve(d));
+    r.curves.push_back(std::move(c));
+  }
+  return r;
+}
+
 }  // namespace
 
 std::string encodeRequest(const Request& request) {
@@ -123,6 +206,11 @@ std::string encodeRequest(const Request& request) {
     Encoder e = start(kHintRequest);
     putStrings(e, r->paths);
     e.putVarint(r->distance);
+    return e.take();
+  }
+  if (const auto* r = std::get_if<AdviseRequest>(&request)) {
+    Encoder e = start(kAdviseRequest);
+    putAdviseRequest(e, *r);
     return e.take();
   }
   Encoder e = start(kEvictRequest);
@@ -159,6 +247,10 @@ Result<Request> decodeRequest(std::string_view payload) {
       TIERFS_ASSIGN_OR_RETURN(r.paths, getStrings(d, "paths"));
       TIERFS_ASSIGN_OR_RETURN(r.distance, d.varint32("distance"));
       out = std::move(r);
+      break;
+    }
+    case kAdviseRequest: {
+      TIERFS_ASSIGN_OR_RETURN(out, getAdviseRequest(d));
       break;
     }
     default:
@@ -198,6 +290,11 @@ std::string encodeReply(const Reply& reply) {
     Encoder e = start(kHintReply);
     for (std::uint64_t v : {r->files, r->position, r->prefetched, r->bytes}) e.putVarint(v);
     e.putU8(r->finished ? 1 : 0);
+    return e.take();
+  }
+  if (const auto* r = std::get_if<AdviseReply>(&reply)) {
+    Encoder e = start(kAdviseReply);
+    putAdviseReply(e, *r);
     return e.take();
   }
   const Status& error = std::get<ErrorReply>(reply).error;
@@ -260,6 +357,10 @@ Result<Reply> decodeReply(std::string_view payload) {
       if (finished > 1) return failure(d.error("finished", "not 0 or 1"));
       r.finished = finished == 1;
       out = std::move(r);
+      break;
+    }
+    case kAdviseReply: {
+      TIERFS_ASSIGN_OR_RETURN(out, getAdviseReply(d));
       break;
     }
     case kErrorReply: {

@@ -42,7 +42,15 @@ struct HintRequest {
   std::uint32_t distance = 64;  // files fetched ahead of the reader
   friend bool operator==(const HintRequest&, const HintRequest&) = default;
 };
-using Request = std::variant<StatusRequest, WarmRequest, EvictRequest, HintRequest>;
+// `tierfs advise`: the sizing advisor's miss-ratio curves (docs/ADVISOR.md). Ratios travel as
+// millionths.
+struct AdviseRequest {
+  std::vector<std::uint64_t> sizes;   // cache sizes to answer for; empty: the daemon picks
+  std::string dataset;                // a top-level directory; "": the volume and every dataset
+  std::uint32_t targetPpm = 950'000;  // the hit ratio wanted
+  friend bool operator==(const AdviseRequest&, const AdviseRequest&) = default;
+};
+using Request = std::variant<StatusRequest, WarmRequest, EvictRequest, HintRequest, AdviseRequest>;
 
 // Files and bytes of a tree, and how much of them the cache holds on this node.
 struct TreeCounts {
@@ -114,7 +122,33 @@ struct HintReply {
   friend bool operator==(const HintReply&, const HintReply&) = default;
 };
 
-using Reply = std::variant<StatusReply, WarmProgress, EvictReply, ErrorReply, HintReply>;
+struct CurvePoint {
+  std::uint64_t cacheBytes = 0;
+  std::uint32_t hitPpm = 0;  // the expected hit ratio of an LRU cache of that size
+  friend bool operator==(const CurvePoint&, const CurvePoint&) = default;
+};
+
+// One miss-ratio curve: the volume's ("") or a top-level directory's.
+struct AdviseCurve {
+  std::string dataset;
+  std::uint64_t workingSetBytes = 0;  // distinct bytes read so far (estimated)
+  std::uint64_t samples = 0;          // keys sampled now
+  std::uint64_t sampledAccesses = 0;  // accesses behind the curve
+  std::uint32_t sampleRatePpm = 0;
+  std::vector<CurvePoint> points;            // by size
+  std::optional<std::uint64_t> targetBytes;  // the smallest size reaching the target
+  friend bool operator==(const AdviseCurve&, const AdviseCurve&) = default;
+};
+
+struct AdviseReply {
+  std::uint64_t configuredBytes = 0;  // the daemon's cache: memory and devices
+  std::uint32_t targetPpm = 0;
+  std::vector<AdviseCurve> curves;  // the volume's first
+  friend bool operator==(const AdviseReply&, const AdviseReply&) = default;
+};
+
+using Reply =
+    std::variant<StatusReply, WarmProgress, EvictReply, ErrorReply, HintReply, AdviseReply>;
 
 std::string encodeRequest(const Request& request);
 Result<Request> decodeRequest(std::string_view payload);
