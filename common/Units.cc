@@ -77,6 +77,28 @@ Result<std::uint64_t> parseSize(std::string_view text) {
   return static_cast<std::uint64_t>(bytes);
 }
 
+std::string sizeForConfig(std::uint64_t bytes) {
+  static constexpr char kUnits[] = "PTGMK";
+  for (int i = 0; i < 5; ++i) {
+    const std::uint64_t unit = std::uint64_t{1} << (10 * (5 - i));
+    if (bytes != 0 && bytes % unit == 0) return fmt::format("{}{}", bytes / unit, kUnits[i]);
+  }
+  return fmt::format("{}", bytes);
+}
+
+std::string durationForConfig(Duration d) {
+  using namespace std::chrono;
+  const auto ns = duration_cast<nanoseconds>(d).count();
+  if (ns == 0) return "0s";
+  if (ns % duration_cast<nanoseconds>(hours(1)).count() == 0)
+    return fmt::format("{}h", ns / 3600'000'000'000);
+  if (ns % duration_cast<nanoseconds>(minutes(1)).count() == 0)
+    return fmt::format("{}m", ns / 60'000'000'000);
+  if (ns % 1'000'000'000 == 0) return fmt::format("{}s", ns / 1'000'000'000);
+  if (ns % 1'000'000 == 0) return fmt::format("{}ms", ns / 1'000'000);
+  return fmt::format("{}s", static_cast<double>(ns) / 1e9);  // finer than parseDuration's ms
+}
+
 std::string formatSize(std::uint64_t bytes) {
   static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   if (bytes < 1024) return fmt::format("{} B", bytes);

@@ -10,9 +10,10 @@ packages=(
   # libraries
   libfuse3-dev fuse3 librados-dev libradospp-dev liburing-dev librocksdb-dev libzstd-dev
   libxxhash-dev libcli11-dev libtomlplusplus-dev libspdlog-dev libfmt-dev libexpected-dev
-  prometheus-cpp-dev libabsl-dev
+  prometheus-cpp-dev libabsl-dev libsystemd-dev
   # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev git tar util-linux
+  libgtest-dev libgmock-dev libbenchmark-dev git tar util-linux systemd
+  prometheus
   # the local cluster (deploy/dev-cluster)
   ceph-mon ceph-osd ceph-mgr ceph-mds ceph-fuse ceph-common uuid-runtime python3 procps
 )

@@ -15,13 +15,14 @@ using backends::BackendKind;
 using backends::StoreConfig;
 
 Status readBackendSection(const ConfigSection& b, StoreConfig& cfg) {
-  if (!b.present()) return Status::invalidArgument("no [backend] section");
+  if (!b.present()) {
+    return Status::invalidArgument("no [backend] section (type = \"dir\" or \"rados\")");
+  }
   TIERFS_RETURN_IF_ERROR(b.checkKeys({"type", "timeout", "requests_in_flight", "dir", "rados"}));
   std::string type = "dir";
   TIERFS_RETURN_IF_ERROR(b.getString("type", type));
   if (type != "dir" && type != "rados") {
-    return Status::invalidArgument(
-        fmt::format("[backend] type must be \"dir\" or \"rados\", not \"{}\"", type));
+    return b.problem("type", fmt::format("must be \"dir\" or \"rados\", not \"{}\"", type));
   }
   cfg.kind = type == "rados" ? BackendKind::kRados : BackendKind::kDir;
   Duration timeout = cfg.rados.timeout;
@@ -53,8 +54,14 @@ Status loadFile(const std::string& file, StoreConfig& cfg) {
 
 }  // namespace
 
+std::string BackendOptions::configFile() const {
+  return configFile_.empty() ? implicitConfigFile() : configFile_;
+}
+
 void BackendOptions::addTo(CLI::App& app) {
-  app.add_option("--config", configFile_, "TOML config file with a [backend] section");
+  app.add_option("--config", configFile_,
+                 "TOML config file (default: $TIERFS_CONFIG, else /etc/tierfs/tierfs.toml if it "
+                 "exists; docs/CONFIG.md)");
   app.add_option("--backend", backend_, "back end: dir or rados")
       ->check(CLI::IsMember({"dir", "rados"}));
   app.add_option("--path", path_, "dir back end: the store directory");
@@ -69,7 +76,8 @@ void BackendOptions::addTo(CLI::App& app) {
 
 Result<StoreConfig> BackendOptions::resolve() const {
   StoreConfig cfg;
-  if (!configFile_.empty()) TIERFS_RETURN_IF_ERROR(loadFile(configFile_, cfg));
+  const std::string file = configFile();
+  if (!file.empty()) TIERFS_RETURN_IF_ERROR(loadFile(file, cfg));
   if (!backend_.empty()) cfg.kind = backend_ == "rados" ? BackendKind::kRados : BackendKind::kDir;
   if (!path_.empty()) cfg.dir.root = path_;
   if (!conf_.empty()) cfg.rados.conf = conf_;
@@ -82,15 +90,18 @@ Result<StoreConfig> BackendOptions::resolve() const {
     TIERFS_ASSIGN_OR_RETURN(auto d, parseDuration(timeout_));
     cfg.dir.timeout = cfg.rados.timeout = d;
   }
+  // Named with the file when there is one: the key is missing there.
+  auto missing = [&file](const char* what) {
+    Status s = Status::invalidArgument(what);
+    return failure(file.empty() ? s : s.withContext(file));
+  };
   if (cfg.kind == BackendKind::kDir && cfg.dir.root.empty()) {
-    return failure(Status::invalidArgument(
-        "the dir back end needs a store directory: --path DIR (or [backend.dir] path)"));
+    return missing("the dir back end needs a store directory: [backend.dir] path (or --path DIR)");
   }
   // A daemon changes to / when it detaches: a relative store path must not change meaning.
   if (cfg.kind == BackendKind::kDir) cfg.dir.root = std::filesystem::absolute(cfg.dir.root);
   if (cfg.kind == BackendKind::kRados && cfg.rados.pool.empty()) {
-    return failure(Status::invalidArgument(
-        "the rados back end needs a pool: --pool NAME (or [backend.rados] pool)"));
+    return missing("the rados back end needs a pool: [backend.rados] pool (or --pool NAME)");
   }
   return cfg;
 }

@@ -18,12 +18,13 @@ class BackendOptions {
   // The effective configuration, or an error naming the bad key or flag.
   Result<backends::StoreConfig> resolve() const;
 
-  // The config file given with --config (or set by the command), "" when none.
-  const std::string& configFile() const { return configFile_; }
+  // The config file read: the one given with --config (or set by the command), else
+  // $TIERFS_CONFIG, else /etc/tierfs/tierfs.toml when it exists; "" when none.
+  std::string configFile() const;
   void setConfigFile(std::string file) { configFile_ = std::move(file); }
   // True when neither a config file nor a back-end flag names a store.
   bool nothingConfigured() const {
-    return configFile_.empty() && backend_.empty() && path_.empty() && pool_.empty();
+    return configFile().empty() && backend_.empty() && path_.empty() && pool_.empty();
   }
   // Uses the dir back end at `path` (the embedded default of a daemon with no Ceph configured).
   void defaultToDir(std::string path) {

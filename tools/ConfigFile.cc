@@ -3,9 +3,21 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <filesystem>
+
 #include "common/Units.h"
 
 namespace tierfs::tools {
+
+std::string implicitConfigFile(const char* envValue, const std::string& defaultFile) {
+  if (envValue && *envValue) return envValue;
+  std::error_code ec;
+  return std::filesystem::exists(defaultFile, ec) ? defaultFile : std::string();
+}
+
+std::string implicitConfigFile() {
+  return implicitConfigFile(std::getenv("TIERFS_CONFIG"), kDefaultConfigFile);
+}
 
 Result<toml::table> parseConfigFile(const std::string& file) {
   toml::table root;
@@ -20,6 +32,10 @@ Result<toml::table> parseConfigFile(const std::string& file) {
     const bool known = kConfigSections.count(name) ? node.is_table()
                        : name == "fault"           ? node.is_array_of_tables()
                                                    : false;
+    if (!known && kConfigSections.count(name)) {
+      return failure(Status::invalidArgument(fmt::format("{}:{}: '{}' must be a table: [{}]", file,
+                                                         node.source().begin.line, name, name)));
+    }
     if (!known) {
       return failure(Status::invalidArgument(fmt::format("{}:{}: unknown section '{}' (known: {})",
                                                          file, node.source().begin.line, key.str(),
@@ -68,6 +84,19 @@ Status ConfigSection::bad(const toml::node& n, const char* key, const std::strin
       fmt::format("{}:{}: [{}] {} {}", file_, n.source().begin.line, name_, key, problem));
 }
 
+std::string ConfigSection::where(const char* key) const {
+  const toml::node* n = node(key);
+  if (n) return fmt::format("{}:{}", file_, n->source().begin.line);
+  if (table_ && table_->source().begin.line > 0) {
+    return fmt::format("{}:{}", file_, table_->source().begin.line);
+  }
+  return file_;
+}
+
+Status ConfigSection::problem(const char* key, const std::string& what) const {
+  return Status::invalidArgument(fmt::format("{}: [{}] {} {}", where(key), name_, key, what));
+}
+
 Status ConfigSection::getString(const char* key, std::string& out) const {
   const toml::node* n = node(key);
   if (!n) return Status::ok();
@@ -97,6 +126,14 @@ Status ConfigSection::getInt(const char* key, std::int64_t min, std::int64_t max
   return Status::ok();
 }
 
+Status ConfigSection::getDouble(const char* key, double& out) const {
+  const toml::node* n = node(key);
+  if (!n) return Status::ok();
+  if (!n->is_number()) return bad(*n, key, "must be a number");
+  out = *n->value<double>();
+  return Status::ok();
+}
+
 Status ConfigSection::getDuration(const char* key, Duration& out) const {
   const toml::node* n = node(key);
   if (!n) return Status::ok();
@@ -111,8 +148,13 @@ Status ConfigSection::getDuration(const char* key, Duration& out) const {
 Status ConfigSection::getSize(const char* key, std::uint64_t& out) const {
   const toml::node* n = node(key);
   if (!n) return Status::ok();
+  if (auto bytes = n->is_integer() ? n->value<std::int64_t>() : std::nullopt) {
+    if (*bytes < 0) return bad(*n, key, "must not be negative");
+    out = static_cast<std::uint64_t>(*bytes);
+    return Status::ok();
+  }
   auto text = n->value<std::string>();
-  if (!text) return bad(*n, key, "must be a size string such as \"4M\" or \"256MiB\"");
+  if (!text) return bad(*n, key, "must be a size such as \"4M\", \"1.5T\" or \"256MiB\"");
   auto s = parseSize(*text);
   if (!s) return bad(*n, key, s.error().message());
   out = *s;

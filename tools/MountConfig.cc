@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdlib>
 #include <filesystem>
 
@@ -12,6 +13,7 @@
 #include "tools/CacheConfig.h"
 #include "tools/ConfigFile.h"
 #include "tools/FaultConfig.h"
+#include "tools/Logging.h"
 
 namespace tierfs::tools {
 namespace {
@@ -33,9 +35,7 @@ Status readFuse(const ConfigSection& s, DaemonConfig& cfg) {
   std::uint64_t maxRead = m.maxRead, readAhead = std::uint64_t{m.readAheadKb} << 10;
   TIERFS_RETURN_IF_ERROR(s.getSize("max_read", maxRead));
   TIERFS_RETURN_IF_ERROR(s.getSize("read_ahead", readAhead));
-  if (maxRead < 4096 || maxRead > (1 << 20)) {
-    return Status::invalidArgument("[fuse] max_read must be from 4K to 1M");
-  }
+  if (maxRead < 4096 || maxRead > (1 << 20)) return s.problem("max_read", "must be from 4K to 1M");
   m.maxRead = static_cast<std::uint32_t>(maxRead);
   m.readAheadKb = readAheadKb(readAhead);
   std::int64_t threads = m.maxThreads, background = m.maxBackground;
@@ -52,7 +52,7 @@ Status readFs(const ConfigSection& s, DaemonConfig& cfg) {
   std::string codec;
   TIERFS_RETURN_IF_ERROR(s.getString("compression", codec));
   if (!codec.empty() && codec != "zstd" && codec != "none") {
-    return Status::invalidArgument("[fs] compression must be \"zstd\" or \"none\"");
+    return s.problem("compression", fmt::format("must be \"zstd\" or \"none\", not \"{}\"", codec));
   }
   if (!codec.empty()) cfg.codec = codec == "none" ? cache::Codec::kNone : cache::Codec::kZstd;
   std::int64_t level = 0, page = cfg.fs.readdirPage;
@@ -90,8 +90,74 @@ Status readControl(const ConfigSection& s, DaemonConfig& cfg) {
   TIERFS_RETURN_IF_ERROR(s.checkKeys({"socket"}));
   TIERFS_RETURN_IF_ERROR(s.getString("socket", cfg.controlSocket));
   if (!cfg.controlSocket.empty() && cfg.controlSocket.front() != '/') {
-    return Status::invalidArgument(
-        fmt::format("[control] socket must be an absolute path, not '{}'", cfg.controlSocket));
+    return s.problem("socket",
+                     fmt::format("must be an absolute path, not '{}'", cfg.controlSocket));
+  }
+  return Status::ok();
+}
+
+// HOST:PORT: a port from 1 to 65535 after the last colon, and a host (a name, an IPv4 address
+// or a bracketed IPv6 one). Returns what is wrong, "" when nothing is.
+std::string addressProblem(const std::string& address) {
+  const auto colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0) return "must be HOST:PORT, e.g. 127.0.0.1:9464";
+  const std::string host = address.substr(0, colon), port = address.substr(colon + 1);
+  std::int64_t number = 0;
+  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), number);
+  if (ec != std::errc() || end != port.data() + port.size() || number < 1 || number > 65535) {
+    return fmt::format("'{}': the port must be a number from 1 to 65535", address);
+  }
+  const bool bracketed = host.front() == '[' && host.back() == ']';
+  const bool nameChars = host.find_first_not_of(
+                             "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                             "0123456789.-") == std::string::npos;
+  if (!(bracketed && host.size() > 2) && !nameChars) {
+    return fmt::format("'{}': the host must be a name, an IPv4 address or [IPv6]", address);
+  }
+  return "";
+}
+
+Status readMetrics(const ConfigSection& s, MetricsConfig& m) {
+  TIERFS_RETURN_IF_ERROR(s.checkKeys({"enabled", "address"}));
+  TIERFS_RETURN_IF_ERROR(s.getBool("enabled", m.enabled));
+  TIERFS_RETURN_IF_ERROR(s.getString("address", m.address));
+  const std::string problem = addressProblem(m.address);
+  return problem.empty() ? Status::ok() : s.problem("address", problem);
+}
+
+Status readLogging(const ConfigSection& s, LoggingConfig& l) {
+  TIERFS_RETURN_IF_ERROR(s.checkKeys({"level", "target", "repeat_window"}));
+  TIERFS_RETURN_IF_ERROR(s.getString("level", l.level));
+  if (!logLevelNamed(l.level)) {
+    return s.problem("level",
+                     fmt::format("must be one of {}, not \"{}\"", kLogLevelNames, l.level));
+  }
+  TIERFS_RETURN_IF_ERROR(s.getString("target", l.target));
+  if (const std::string problem = logTargetProblem(l.target); !problem.empty()) {
+    return s.problem("target", problem);
+  }
+  TIERFS_RETURN_IF_ERROR(s.getDuration("repeat_window", l.repeatWindow));
+  if (l.repeatWindow > std::chrono::hours(24)) {
+    return s.problem("repeat_window", "must be at most 24h");
+  }
+  return Status::ok();
+}
+
+Status readAdvisor(const ConfigSection& s, AdvisorConfig& a) {
+  TIERFS_RETURN_IF_ERROR(s.checkKeys({"enabled", "sample_rate", "max_samples", "trace_file"}));
+  TIERFS_RETURN_IF_ERROR(s.getBool("enabled", a.enabled));
+  TIERFS_RETURN_IF_ERROR(s.getDouble("sample_rate", a.sampleRate));
+  if (!(a.sampleRate > 0 && a.sampleRate <= 1)) {
+    return s.problem("sample_rate",
+                     fmt::format("must be more than 0 and at most 1, not {}", a.sampleRate));
+  }
+  std::int64_t samples = a.maxSamples;
+  // why: below 64 samples a curve is noise; above 2^24 its memory (~40 B each) passes 600 MiB
+  TIERFS_RETURN_IF_ERROR(s.getInt("max_samples", 64, 1 << 24, samples));
+  a.maxSamples = static_cast<std::uint32_t>(samples);
+  TIERFS_RETURN_IF_ERROR(s.getString("trace_file", a.tracePath));
+  if (!a.tracePath.empty() && a.tracePath.front() != '/') {
+    return s.problem("trace_file", fmt::format("must be an absolute path, not '{}'", a.tracePath));
   }
   return Status::ok();
 }
@@ -100,6 +166,9 @@ Status applyFlags(const MountArgs& a, DaemonConfig& cfg) {
   if (a.readOnly) cfg.mount.readOnly = true;
   if (a.allowOther) cfg.mount.allowOther = true;
   if (a.debug) cfg.mount.debug = true;
+  if (a.debug) cfg.logging.level = "debug";
+  // Absolute: what `config show` prints must pass `config check`.
+  if (!a.logFile.empty()) cfg.logging.target = std::filesystem::absolute(a.logFile).string();
   if (a.threads) cfg.mount.maxThreads = a.threads;
   if (!a.attrTimeout.empty()) {
     TIERFS_ASSIGN_OR_RETURN(cfg.mount.attrTimeout, parseDuration(a.attrTimeout));
@@ -134,6 +203,10 @@ Status applyFlags(const MountArgs& a, DaemonConfig& cfg) {
 
 void addMountFlags(CLI::App& cmd, MountArgs& a) {
   cmd.add_option("args", a.positional, "[CONFIG] MOUNTPOINT")->required()->expected(1, 2);
+  addMountOptions(cmd, a);
+}
+
+void addMountOptions(CLI::App& cmd, MountArgs& a) {
   cmd.add_flag("-f,--foreground", a.foreground, "stay in the foreground");
   cmd.add_flag("--read-only", a.readOnly, "read-only mount (datasets): no open/close round trips");
   cmd.add_flag("--allow-other", a.allowOther, "let other users in (permissions still apply)");
@@ -154,16 +227,21 @@ void addMountFlags(CLI::App& cmd, MountArgs& a) {
   cmd.add_option("--log", a.logFile, "log file (default: standard error in the foreground)");
 }
 
-Result<DaemonConfig> resolveDaemonConfig(MountArgs& args) {
+Result<DaemonConfig> resolveSettings(const MountArgs& args) {
   DaemonConfig cfg;
-  cfg.mount.mountpoint = args.positional.back();
-  if (args.positional.size() == 2) args.backend.setConfigFile(args.positional.front());
   TIERFS_ASSIGN_OR_RETURN(cfg.store, args.backend.resolve());
-  const std::string& file = args.backend.configFile();
+  const std::string file = args.backend.configFile();
   if (!file.empty()) TIERFS_RETURN_IF_ERROR(readDaemonSections(file, cfg));
   TIERFS_RETURN_IF_ERROR(applyFlags(args, cfg));
   cfg.fs.attrTimeout = cfg.mount.attrTimeout;
   cfg.fs.readOnly = cfg.mount.readOnly;
+  return cfg;
+}
+
+Result<DaemonConfig> resolveDaemonConfig(MountArgs& args) {
+  if (args.positional.size() == 2) args.backend.setConfigFile(args.positional.front());
+  TIERFS_ASSIGN_OR_RETURN(DaemonConfig cfg, resolveSettings(args));
+  cfg.mount.mountpoint = args.positional.back();
   if (cfg.controlSocket.empty()) {
     cfg.controlSocket = control::defaultSocketPath(
         std::filesystem::absolute(cfg.mount.mountpoint).lexically_normal().string());
@@ -182,6 +260,12 @@ Status readDaemonSections(const std::string& file, DaemonConfig& cfg) {
   TIERFS_RETURN_IF_ERROR(
       readControl(ConfigSection(root["control"].as_table(), file, "control"), cfg));
   TIERFS_ASSIGN_OR_RETURN(cfg.faults, readFaults(ConfigSection(&root, file, "")));
+  TIERFS_RETURN_IF_ERROR(
+      readMetrics(ConfigSection(root["metrics"].as_table(), file, "metrics"), cfg.metrics));
+  TIERFS_RETURN_IF_ERROR(
+      readLogging(ConfigSection(root["logging"].as_table(), file, "logging"), cfg.logging));
+  TIERFS_RETURN_IF_ERROR(
+      readAdvisor(ConfigSection(root["advisor"].as_table(), file, "advisor"), cfg.advisor));
   return readFs(ConfigSection(root["fs"].as_table(), file, "fs"), cfg);
 }
 
@@ -221,7 +305,15 @@ Result<std::unique_ptr<FsStack>> openFilesystem(const DaemonConfig& cfg, bool au
     cacheOptions.device = stack->devices.get();
   }
   stack->chunks = cache::makeMemoryChunkCache(*stack->store, cacheOptions);
+  stack->cacheBytes = cfg.cache.capacityBytes + stack->chunks->stats().deviceCapacityBytes;
   fs::FsOptions fsOptions = cfg.fs;
+  if (cfg.advisor.enabled) {
+    cache::SizingAdvisorOptions advisor;
+    advisor.shards = {cfg.advisor.sampleRate, cfg.advisor.maxSamples};
+    advisor.tracePath = cfg.advisor.tracePath;
+    TIERFS_ASSIGN_OR_RETURN(stack->advisor, cache::SizingAdvisor::open(std::move(advisor)));
+    fsOptions.advisor = stack->advisor.get();
+  }
   fsOptions.sweep.enabled = fsOptions.sweep.enabled && stack->devices != nullptr;
   // A file's unflushed bytes must hold at least two chunks, or a writer could wait forever.
   fsOptions.dirtyLimitPerFile =

@@ -71,6 +71,12 @@ struct DaemonConfig {
 };
 
 void addMountFlags(CLI::App& cmd, MountArgs& args);
+// The flags of addMountFlags without its positional [CONFIG] MOUNTPOINT (`tierfs config show`).
+void addMountOptions(CLI::App& cmd, MountArgs& args);
+
+// The config file's settings (the one args.backend names, else TIERFS_CONFIG, else
+// /etc/tierfs/tierfs.toml when it exists) with the flags applied: all but the mount point's.
+Result<DaemonConfig> resolveSettings(const MountArgs& args);
 
 // Reads [backend], [fuse], [cache] and [fs] of the config file (the first positional argument
 // when there are two, or --config), then applies the flags. Errors name file:line or the flag.
@@ -91,6 +97,8 @@ struct FsStack {
   std::unique_ptr<fs::Volume> volume;
   std::unique_ptr<cache::DeviceTier> devices;
   std::unique_ptr<cache::ChunkCache> chunks;
+  std::unique_ptr<cache::SizingAdvisor> advisor;  // null when [advisor] is off
+  std::uint64_t cacheBytes = 0;                   // memory and devices: what the advisor judges
   std::unique_ptr<fs::Filesystem> filesystem;
 };
 

@@ -7,7 +7,9 @@
 
 #include "backends/StoreFactory.h"
 #include "common/Version.h"
+#include "tools/AdviseCommand.h"
 #include "tools/BenchCommand.h"
+#include "tools/ConfigCommand.h"
 #include "tools/ControlCommands.h"
 #include "tools/FsCommands.h"
 #include "tools/FsckCommand.h"
@@ -36,8 +38,10 @@ int main(int argc, char** argv) {
   tierfs::tools::addImportExportCommands(app, exitCode);
   tierfs::tools::addFsckCommand(app, exitCode);
   tierfs::tools::addControlCommands(app, exitCode);
+  tierfs::tools::addAdviseCommand(app, exitCode);
   tierfs::tools::addObjectCommands(app, exitCode);
   tierfs::tools::addBenchCommand(app, exitCode);
+  tierfs::tools::addConfigCommand(app, exitCode);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -41,6 +41,37 @@ TEST(UnitsTest, SizesUseBinaryUnits) {
   EXPECT_EQ(*parseSize("10B"), 10u);
 }
 
+TEST(UnitsTest, FractionalSizesAndLongUnits) {
+  EXPECT_EQ(*parseSize("1.5T"), 3ull << 39);
+  EXPECT_EQ(*parseSize("512MiB"), 512ull << 20);
+  EXPECT_EQ(*parseSize("0.5K"), 512u);
+  EXPECT_EQ(*parseSize("2.25GiB"), 9ull << 28);
+}
+
+TEST(UnitsTest, SizesForConfigFilesAreExactAndRoundTrip) {
+  EXPECT_EQ(sizeForConfig(0), "0");
+  EXPECT_EQ(sizeForConfig(4096), "4K");
+  EXPECT_EQ(sizeForConfig(1536ull << 10), "1536K");
+  EXPECT_EQ(sizeForConfig(16ull << 20), "16M");
+  EXPECT_EQ(sizeForConfig(3ull << 39), "1536G");
+  EXPECT_EQ(sizeForConfig(1000), "1000");
+  for (std::uint64_t v : {0ull, 1ull, 4095ull, 1ull << 40, (3ull << 39) + 4096, 123456789ull}) {
+    EXPECT_EQ(*parseSize(sizeForConfig(v)), v) << v;
+  }
+}
+
+TEST(UnitsTest, DurationsForConfigFilesAreExactAndRoundTrip) {
+  using namespace std::chrono;
+  EXPECT_EQ(durationForConfig(Duration::zero()), "0s");
+  EXPECT_EQ(durationForConfig(hours(1)), "1h");
+  EXPECT_EQ(durationForConfig(seconds(90)), "90s");
+  EXPECT_EQ(durationForConfig(minutes(2)), "2m");
+  EXPECT_EQ(durationForConfig(milliseconds(250)), "250ms");
+  for (Duration d : {Duration(seconds(30)), Duration(milliseconds(1500)), Duration(hours(25))}) {
+    EXPECT_EQ(*parseDuration(durationForConfig(d)), d) << durationForConfig(d);
+  }
+}
+
 TEST(UnitsTest, BadSizesAreRejected) {
   for (const char* bad : {"", "M", "-4M", "4X", "4KX", "nan", "20E", "99999999P"}) {
     auto r = parseSize(bad);
