@@ -42,7 +42,7 @@ std::optional<FaultRule> FaultyStore::pick(FaultOp op, const std::string& oid) {
   std::lock_guard lock(mu_);
   for (auto& rule : rules_) {
     if (rule.count == 0) continue;
-    if (rule.op != FaultOp::kAny && rule.op != op) continue;
+    if (rule.op && *rule.op != op) continue;
     if (!oid.starts_with(rule.oidPrefix)) continue;
     if (rule.probability < 1.0 &&
         std::uniform_real_distribution<>(0, 1)(rng_) >= rule.probability) {

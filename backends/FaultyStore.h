@@ -11,17 +11,8 @@
 
 namespace tierfs::backends {
 
-enum class FaultOp {
-  kAny,
-  kRead,
-  kStat,
-  kGetXattr,
-  kOmapGet,
-  kOmapList,
-  kListObjects,
-  kMutate,
-  kUsage,
-};
+// The calls a fault rule may match: those of ObjectStore.
+using FaultOp = StoreOp;
 
 enum class FaultAction {
   kFail,            // answer `error` without reaching the inner store
@@ -32,7 +23,7 @@ enum class FaultAction {
 };
 
 struct FaultRule {
-  FaultOp op = FaultOp::kAny;
+  std::optional<FaultOp> op;  // none: every call
   // Only objects whose name starts with this ("" = all). Calls that name no object
   // (listObjects, usage) are hit only by rules with an empty prefix.
   std::string oidPrefix;

@@ -7,10 +7,13 @@
 namespace tierfs::tools {
 namespace {
 
-const std::map<std::string, backends::FaultOp> kOps = {
-    {"any", backends::FaultOp::kAny},          {"read", backends::FaultOp::kRead},
-    {"stat", backends::FaultOp::kStat},        {"getxattr", backends::FaultOp::kGetXattr},
-    {"omap_get", backends::FaultOp::kOmapGet}, {"omap_list", backends::FaultOp::kOmapList},
+const std::map<std::string, std::optional<backends::FaultOp>> kOps = {
+    {"any", std::nullopt},
+    {"read", backends::FaultOp::kRead},
+    {"stat", backends::FaultOp::kStat},
+    {"getxattr", backends::FaultOp::kGetXattr},
+    {"omap_get", backends::FaultOp::kOmapGet},
+    {"omap_list", backends::FaultOp::kOmapList},
     {"mutate", backends::FaultOp::kMutate},
 };
 const std::map<std::string, backends::FaultAction> kActions = {

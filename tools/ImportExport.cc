@@ -88,6 +88,8 @@ int runCopy(CopyArgs& args, bool import) {
   if (defaultStore) args.backend.defaultToDir(defaultStorePath());
   auto cfg = resolveConfig(args, import, defaultStore && import);
   if (!cfg) return fail(verb, cfg.error());
+  // The advisor models a mount's readers: a copy's reads are not theirs (nor for its trace).
+  cfg->advisor.enabled = false;
   auto stack = openFilesystem(*cfg, defaultStore && import);
   if (!stack) return fail(verb, stack.error());
   fs::Filesystem& filesystem = *(*stack)->filesystem;

@@ -8,10 +8,17 @@ namespace {
 
 OpenFile* fileOf(fuse_file_info* fi) { return reinterpret_cast<OpenFile*>(fi->fh); }
 
-void setHandle(fuse_file_info* fi, std::unique_ptr<OpenFile> file, bool keepCache) {
+void setHandle(Context& ctx, fuse_file_info* fi, std::unique_ptr<OpenFile> file, bool keepCache) {
   fi->keep_cache = keepCache;
   fi->noflush = !file->writable;  // a reader's close() has nothing to commit
+  ctx.handles.add(file.get());
   fi->fh = reinterpret_cast<uint64_t>(file.release());
+}
+
+// Takes a handle back from the kernel (its RELEASE, or a reply that did not reach the opener).
+Status releaseHandle(Context& ctx, fuse_file_info* fi) {
+  ctx.handles.remove(fileOf(fi));
+  return ctx.fs.release(std::unique_ptr<OpenFile>(fileOf(fi)));
 }
 
 void open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
@@ -23,10 +30,8 @@ void open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     bool keepCache = false;
     auto r = ctx.fs.open(ino, fi->flags, &keepCache);
     if (!r) return replyError(req, r.error(), "open");
-    setHandle(fi, std::move(*r), keepCache);
-    if (fuse_reply_open(req, fi) != 0) {  // the opener was interrupted: close again
-      (void)ctx.fs.release(std::unique_ptr<OpenFile>(fileOf(fi)));
-    }
+    setHandle(ctx, fi, std::move(*r), keepCache);
+    if (fuse_reply_open(req, fi) != 0) (void)releaseHandle(ctx, fi);  // the opener was interrupted
   });
 }
 
@@ -37,10 +42,8 @@ void create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fu
     auto r = ctx.fs.create(parent, name, mode, fi->flags, {caller->uid, caller->gid});
     if (!r) return replyError(req, r.error(), "create");
     fuse_entry_param e = toEntry(ctx, r->first);
-    setHandle(fi, std::move(r->second), false);
-    if (fuse_reply_create(req, &e, fi) != 0) {
-      (void)ctx.fs.release(std::unique_ptr<OpenFile>(fileOf(fi)));
-    }
+    setHandle(ctx, fi, std::move(r->second), false);
+    if (fuse_reply_create(req, &e, fi) != 0) (void)releaseHandle(ctx, fi);
   });
 }
 
@@ -78,7 +81,7 @@ void flush(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
 void release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
   guarded(req, FuseOp::kRelease, [&] {
     if (!fileOf(fi)) return (void)fuse_reply_err(req, 0);
-    Status s = context(req).fs.release(std::unique_ptr<OpenFile>(fileOf(fi)));
+    Status s = releaseHandle(context(req), fi);
     s.isOk() ? (void)fuse_reply_err(req, 0) : replyError(req, s, "release");
   });
 }

@@ -3,6 +3,11 @@
 #define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>
 
+#include <memory>
+#include <mutex>
+#include <unordered_set>
+#include <vector>
+
 #include "fs/Filesystem.h"
 #include "fs/fuse/FuseServer.h"
 
@@ -12,10 +17,38 @@
 
 namespace tierfs::fs::fuse {
 
+// The handles of open files given to the kernel and not yet released. When the mount ends with
+// files still open (SIGTERM, a lazy unmount), the kernel sends no RELEASE for them: the server
+// releases them itself.
+class OpenHandles {
+ public:
+  void add(OpenFile* file) {
+    std::lock_guard lock(mu_);
+    files_.insert(file);
+  }
+  void remove(OpenFile* file) {
+    std::lock_guard lock(mu_);
+    files_.erase(file);
+  }
+  std::vector<std::unique_ptr<OpenFile>> takeAll() {
+    std::lock_guard lock(mu_);
+    std::vector<std::unique_ptr<OpenFile>> out;
+    for (OpenFile* f : files_) out.emplace_back(f);
+    files_.clear();
+    return out;
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_set<OpenFile*> files_;
+};
+
 struct Context {
+  Context(Filesystem& f, const MountOptions& o, FuseMetrics* m) : fs(f), options(o), metrics(m) {}
   Filesystem& fs;
   const MountOptions& options;
   FuseMetrics* metrics = nullptr;
+  OpenHandles handles;
 };
 
 inline Context& context(fuse_req_t req) { return *static_cast<Context*>(fuse_req_userdata(req)); }

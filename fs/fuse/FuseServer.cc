@@ -168,7 +168,7 @@ FuseServer::FuseServer(Filesystem& fs, MountOptions options)
 
 Status FuseServer::mount() {
   static const fuse_lowlevel_ops ops = fuse::makeOps();
-  context_ = std::make_unique<fuse::Context>(fuse::Context{fs_, options_, metrics_});
+  context_ = std::make_unique<fuse::Context>(fs_, options_, metrics_);
   std::vector<std::string> opts = {"fsname=tierfs", "subtype=tierfs", "default_permissions",
                                    fmt::format("max_read={}", options_.maxRead)};
   if (options_.allowOther) opts.push_back("allow_other");
@@ -199,6 +199,12 @@ Status FuseServer::serve(const ServeHooks& hooks) {
   fuse_loop_cfg_destroy(cfg);
   fuse_remove_signal_handlers(session_);
   if (hooks.stopping) hooks.stopping(fuse::loopEndReason(rc));
+  // Files still open when the loop ended (a signal) get no RELEASE: close them here, as their
+  // processes' close() would have.
+  for (auto& file : context_->handles.takeAll()) {
+    Status s = fs_.release(std::move(file));
+    if (!s.isOk()) spdlog::error("closing a file left open at unmount: {}", s.toString());
+  }
   Status flushed = fs_.flushAll();  // after a signal, destroy() may not have run
   // Unmounting closes /dev/fuse first, which fails a stat still waiting on the stopped loop: only
   // then can the thread be joined.

@@ -132,6 +132,18 @@ def make_dataset(root, files, file_size, large, large_size):
     open(marker, 'w').close()
 
 
+def mount_with_config(binary, cfg, mnt):
+    """`tierfs mount -f CFG MNT` in the background, once the mount is up; the process."""
+    proc = subprocess.Popen([binary, 'mount', '-f', cfg, mnt], stderr=subprocess.DEVNULL)
+    for _ in range(200):
+        if os.path.ismount(mnt):
+            return proc
+        if proc.poll() is not None:
+            sys.exit(f'tierfs mount failed ({proc.returncode})')
+        time.sleep(0.1)
+    sys.exit('tierfs mount did not come up')
+
+
 def vm_hwm_mib(pid):
     with open(f'/proc/{pid}/status') as f:
         for line in f:

@@ -60,13 +60,7 @@ class Scraper(threading.Thread):
 
 
 def measure(binary, cfg, mnt, on, port):
-    proc = subprocess.Popen([binary, 'mount', '-f', cfg, mnt], stderr=subprocess.DEVNULL)
-    for _ in range(200):
-        if os.path.ismount(mnt):
-            break
-        time.sleep(0.1)
-    else:
-        sys.exit('tierfs mount did not come up')
+    proc = fc.mount_with_config(binary, cfg, mnt)
     scraper = Scraper(port) if on else None
     try:
         wl.small_epoch(mnt + '/small')  # fills the memory cache

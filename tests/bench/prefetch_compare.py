@@ -24,7 +24,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, '..', '..'))
@@ -70,15 +69,9 @@ def cold_epoch(binary, env, ns, work, mode, latency, args, seed):
             os.remove(os.path.join(work, leftover))
     mnt = os.path.join(work, 'mnt')
     cfg = config(env, ns, work, mode == 'sweep', latency)
-    proc = subprocess.Popen([binary, 'mount', '-f', cfg, mnt], stderr=subprocess.DEVNULL)
+    proc = fc.mount_with_config(binary, cfg, mnt)
     hint = None
     try:
-        for _ in range(200):
-            if os.path.ismount(mnt):
-                break
-            time.sleep(0.1)
-        else:
-            sys.exit('tierfs mount did not come up')
         root = os.path.join(mnt, 'small')
         fc.drop_caches()
         if mode == 'hint':
