@@ -115,6 +115,7 @@ struct RegionCache::Impl {
   std::uint64_t recordedEntries = 0;
   std::chrono::steady_clock::time_point lastInsert{};
   bool evictionBlocked = false;  // kTraining found every region protected
+  bool draining = false;         // above the high watermark, not yet down to the low one
   bool stopping = false;
   Status lastSealError;
   RegionCacheStats counters;
@@ -130,7 +131,7 @@ struct RegionCache::Impl {
   void handOffLocked();
   void runSealer();
   void seal(Buffer* b);
-  bool needEvictionLocked() const;
+  bool needEvictionLocked();
   bool evictOne(std::unique_lock<std::mutex>& lock);
   std::optional<std::uint32_t> victimLocked() const;
   void freeRegionLocked(std::uint32_t r, const std::vector<EntryRecord>& entries);
@@ -424,16 +425,22 @@ void RegionCache::Impl::handOffLocked() {
   wake.notify_one();
 }
 
-bool RegionCache::Impl::needEvictionLocked() const {
+bool RegionCache::Impl::needEvictionLocked() {
   if (evictionBlocked) return false;
   if (recordedEntries > options.maxEntries) return true;
-  bool anyHealthy = false;
+  std::size_t total = 0, free = 0;
   for (std::size_t d = 0; d < devices.size(); ++d) {
     if (health[d].failed) continue;
-    if (!freeRegions[d].empty()) return false;
-    anyHealthy = true;
+    total += firstRegion[d + 1] - firstRegion[d];
+    free += freeRegions[d].size();
   }
-  return anyHealthy;  // every device in service is full
+  if (total == 0) return false;
+  if (free == 0) return true;  // every device in service is full
+  // Between the watermarks, keep doing what was being done (evicting or not).
+  const double used = static_cast<double>(total - free) / static_cast<double>(total);
+  if (used > options.highWatermark) draining = true;
+  if (used <= options.lowWatermark) draining = false;
+  return draining;
 }
 
 void RegionCache::Impl::runSealer() {

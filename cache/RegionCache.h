@@ -54,6 +54,11 @@ struct RegionCacheOptions {
   // there, as a crash would (the region stays unsealed until the cache is abandoned).
   enum class SealStep { kWrite, kFlush, kRecord };
   std::function<bool(SealStep)> sealHook;
+  // Watermarks, as fractions of the regions of the devices in service: once more than
+  // `highWatermark` of them hold data, the sealer evicts until at most `lowWatermark` do, so that
+  // inserts find free regions ready. The defaults evict only when no region is free.
+  double highWatermark = 1.0;
+  double lowWatermark = 1.0;
 };
 
 struct RegionCacheStats {

@@ -189,18 +189,32 @@ Status readDevices(const ConfigSection& s, cache::DeviceTierOptions& devices) {
   return Status::ok();
 }
 
+Status readWatermarks(const ConfigSection& s, cache::RegionCacheOptions& r) {
+  TIERFS_RETURN_IF_ERROR(s.getDouble("high_watermark", r.highWatermark));
+  TIERFS_RETURN_IF_ERROR(s.getDouble("low_watermark", r.lowWatermark));
+  if (!(r.highWatermark > 0 && r.highWatermark <= 1)) {
+    return s.problem("high_watermark", "must be above 0 and at most 1 (a fraction of the regions)");
+  }
+  if (!(r.lowWatermark > 0 && r.lowWatermark <= r.highWatermark)) {
+    return s.problem("low_watermark", fmt::format("must be above 0 and at most high_watermark ({})",
+                                                  r.highWatermark));
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Status readCacheSection(const ConfigSection& s, cache::MemoryChunkCacheOptions& memory,
                         cache::DeviceTierOptions& devices) {
-  TIERFS_RETURN_IF_ERROR(
-      s.checkKeys({"memory_size", "region_size", "eviction", "protect_for", "buffers",
-                   "store_compressed", "admission", "index_dir", "device_threads", "device"}));
+  TIERFS_RETURN_IF_ERROR(s.checkKeys(
+      {"memory_size", "region_size", "eviction", "protect_for", "buffers", "store_compressed",
+       "admission", "index_dir", "device_threads", "device", "high_watermark", "low_watermark"}));
   TIERFS_RETURN_IF_ERROR(s.getSize("memory_size", memory.capacityBytes));
   std::int64_t threads = memory.deviceThreads;
   TIERFS_RETURN_IF_ERROR(s.getInt("device_threads", 1, 256, threads));
   memory.deviceThreads = static_cast<unsigned>(threads);
   TIERFS_RETURN_IF_ERROR(readPolicy(s, devices.regions));
+  TIERFS_RETURN_IF_ERROR(readWatermarks(s, devices.regions));
   TIERFS_RETURN_IF_ERROR(s.getBool("store_compressed", devices.storeCompressed));
   TIERFS_RETURN_IF_ERROR(readAdmission(s, devices));
   TIERFS_RETURN_IF_ERROR(s.getString("index_dir", devices.indexDir));

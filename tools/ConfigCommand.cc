@@ -70,11 +70,12 @@ void printCache(const DaemonConfig& c) {
   const cache::RegionCacheOptions& r = c.devices.regions;
   fmt::print(
       "[cache]\nmemory_size = {}\nregion_size = {}\neviction = {}\nprotect_for = {}\nbuffers = {}\n"
-      "store_compressed = {}\nadmission = {}\nindex_dir = {}\ndevice_threads = {}\n\n",
+      "store_compressed = {}\nadmission = {}\nindex_dir = {}\ndevice_threads = {}\n"
+      "high_watermark = {}\nlow_watermark = {}\n\n",
       size(c.cache.capacityBytes), size(r.regionSize), quoted(evictionName(r.eviction)),
       duration(r.protectFor), r.buffers, boolean(c.devices.storeCompressed),
       quoted(c.devices.admission == cache::Admission::kAlways ? "always" : "second_miss"),
-      quoted(c.devices.indexDir), c.cache.deviceThreads);
+      quoted(c.devices.indexDir), c.cache.deviceThreads, r.highWatermark, r.lowWatermark);
   for (const cache::DeviceSpec& d : c.devices.devices) {
     fmt::print("[[cache.device]]\npath = {}\nsize = {}\n\n", quoted(d.path), size(d.size));
   }

@@ -62,6 +62,10 @@ bad_case "out of range: sample rate 0" $'[advisor]\nsample_rate = 0' \
   "$F:6: \[advisor\] sample_rate must be more than 0 and at most 1"
 bad_case "out of range: sample rate 1.5" $'[advisor]\nsample_rate = 1.5' \
   "$F:6: \[advisor\] sample_rate must be more than 0 and at most 1"
+bad_case "out of range: high watermark above 1" $'[cache]\nhigh_watermark = 1.2' \
+  "$F:6: \[cache\] high_watermark must be above 0 and at most 1"
+bad_case "watermarks out of order" $'[cache]\nhigh_watermark = 0.5\nlow_watermark = 0.8' \
+  "$F:7: \[cache\] low_watermark must be above 0 and at most high_watermark \(0.5\)"
 bad_case "out of range: max_samples" $'[advisor]\nmax_samples = 3' \
   "$F:6: \[advisor\] max_samples must be an integer from 64"
 bad_case "bad size unit" $'[cache]\nmemory_size = "12Q"' \

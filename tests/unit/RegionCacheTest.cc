@@ -244,6 +244,34 @@ TEST(RegionCache, LruEvictsTheRegionReadLeastRecently) {
   EXPECT_EQ(evictedAfterReading(EvictionPolicy::kLru, 0), (std::vector<std::uint64_t>{3, 4, 5}));
 }
 
+// Eight regions, watermarks at a half and a quarter: filling a fifth region makes the sealer
+// evict down to two, ahead of any insert that would need the room; below the high watermark
+// again, nothing more is evicted.
+TEST(RegionCache, AboveTheHighWatermarkEvictsDownToTheLowOne) {
+  Cache c(8, RegionCacheOptions{.buffers = 1, .highWatermark = 0.5, .lowWatermark = 0.25});
+  std::uint64_t next = 0;
+  auto fillRegion = [&] {
+    for (int i = 0; i < 3; ++i, ++next) {
+      ASSERT_TRUE(c->insert(keyOf(next), bytesFor(keyOf(next), 300'000))) << next;
+    }
+    ASSERT_TRUE(c->flush().isOk());
+  };
+  for (int r = 0; r < 4; ++r) fillRegion();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(c->stats().evictedRegions, 0u) << "four of eight is not above a half";
+  fillRegion();
+  for (int i = 0; i < 500 && c->stats().evictedRegions < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(c->stats().evictedRegions, 3u);
+  EXPECT_EQ(c->stats().sealedRegions, 2u);
+  fillRegion();  // three of eight: below the high watermark, nothing to evict
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(c->stats().evictedRegions, 3u);
+  EXPECT_EQ(c->stats().sealedRegions, 3u);
+}
+
 TEST(RegionCache, TrainingModeAdmitsNothingWhileEveryRegionIsProtected) {
   Cache c(4, RegionCacheOptions{.eviction = EvictionPolicy::kTraining, .buffers = 1});
   for (std::uint64_t i = 0; i < 12; ++i) {  // the fourth region's eviction finds none to evict
