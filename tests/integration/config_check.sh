@@ -7,7 +7,12 @@ set -euo pipefail
 tierfs=$1
 example=$2
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# The free-space cases run on a filesystem of their own: other tests running beside this one
+# change the free space of the shared one between a measurement and a check.
+small=$work/small
+mkdir "$small"
+mount -t tmpfs -o size=256m tierfs-config-test "$small"
+trap 'umount "$small"; rm -rf "$work"' EXIT
 # The file a command reads when given none must not come from this machine's /etc.
 unset TIERFS_CONFIG
 export HOME=$work/home
@@ -104,10 +109,10 @@ bad_case "device larger than its filesystem's free space" \
   $'[[cache.device]]\npath = "'"$work"$'/c0"\nsize = "1000P"' \
   "$F:7: \[cache.device#1\] size 1000.0 PiB does not fit: the filesystem holding $work/c0 has .* free"
 # Two devices that fit one at a time but not together on one filesystem.
-free=$(python3 -c "import os; s=os.statvfs('$work'); print(s.f_bavail*s.f_frsize)")
+free=$(python3 -c "import os; s=os.statvfs('$small'); print(s.f_bavail*s.f_frsize)")
 part=$((free / 10 * 6))
 bad_case "devices together larger than the free space" \
-  $'[[cache.device]]\npath = "'"$work"$'/c0"\nsize = '"$part"$'\n[[cache.device]]\npath = "'"$work"$'/c1"\nsize = '"$part" \
+  $'[[cache.device]]\npath = "'"$small"$'/c0"\nsize = '"$part"$'\n[[cache.device]]\npath = "'"$small"$'/c1"\nsize = '"$part" \
   "$F:10: \[cache.device#2\] size .* does not fit: .*, of which devices above claim"
 bad_case "region larger than the device" \
   $'[cache]\nregion_size = "64M"\n[[cache.device]]\npath = "'"$work"$'/c0"\nsize = "32M"' \
@@ -129,22 +134,22 @@ echo "ok: rados without a pool"
 
 # A device file and index an earlier run made already hold part of the size: it fits when the
 # free space plus what they occupy (64M + 32M) covers it, here with 16M to spare.
-mkdir "$work/c0.index"
+mkdir "$small/c0.index"
 python3 -c "import os
-for path, size in (('$work/c0', 64 << 20), ('$work/c0.index/000001.sst', 32 << 20)):
+for path, size in (('$small/c0', 64 << 20), ('$small/c0.index/000001.sst', 32 << 20)):
     fd = os.open(path, os.O_CREAT | os.O_WRONLY); os.posix_fallocate(fd, 0, size); os.close(fd)"
-free=$(python3 -c "import os; s=os.statvfs('$work'); print(s.f_bavail*s.f_frsize)")
-printf '%s\n[[cache.device]]\npath = "%s/c0"\nsize = %d\n' "$header" "$work" \
+free=$(python3 -c "import os; s=os.statvfs('$small'); print(s.f_bavail*s.f_frsize)")
+printf '%s\n[[cache.device]]\npath = "%s/c0"\nsize = %d\n' "$header" "$small" \
   $((free + (80 << 20))) > "$cfg"
 run config check "$cfg"
 expect_rc 0 "a device an earlier run made"
-printf '%s\n[[cache.device]]\npath = "%s/c0"\nsize = %d\n' "$header" "$work" \
+printf '%s\n[[cache.device]]\npath = "%s/c0"\nsize = %d\n' "$header" "$small" \
   $((free + (112 << 20))) > "$cfg"
 run config check "$cfg"
 expect_rc 1 "a device an earlier run made, grown beyond the free space"
 expect_err "$F:7: \[cache.device#1\] size .* does not fit: .* free plus the 96.0 MiB the device \(and index\) already occupy" \
   "a device an earlier run made, grown"
-rm -rf "$work/c0" "$work/c0.index"
+rm -rf "$small/c0" "$small/c0.index"
 echo "ok: what a device and its index already occupy counts as room for them"
 
 # ---------------------------------------------------------------- exit codes

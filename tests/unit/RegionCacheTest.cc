@@ -104,7 +104,7 @@ TEST(RegionCache, EntriesComeBackFromTheOpenRegionAndFromTheDevice) {
   std::mt19937 rng(1);
   for (std::uint64_t i = 0; i < 60; ++i) {
     all.emplace_back(keyOf(i), bytesFor(keyOf(i), rng() % 150'000));
-    ASSERT_TRUE(c->insert(all.back().first, all.back().second));
+    ASSERT_TRUE(c.insertEventually(all.back().first, all.back().second));
   }
   for (const auto& [key, bytes] : all) ASSERT_EQ(c->lookup(key)->view(), bytes);  // buffered
   ASSERT_TRUE(c->flush().isOk());
@@ -118,7 +118,7 @@ TEST(RegionCache, EntriesComeBackFromTheOpenRegionAndFromTheDevice) {
 TEST(RegionCache, ARestartedCacheServesWhatItHadSealed) {
   Cache c(8);
   for (std::uint64_t i = 0; i < 20; ++i)
-    ASSERT_TRUE(c->insert(keyOf(i), bytesFor(keyOf(i), 100'000)));
+    ASSERT_TRUE(c.insertEventually(keyOf(i), bytesFor(keyOf(i), 100'000)));
   c.reopen();  // a clean shutdown seals the open region
   for (std::uint64_t i = 0; i < 20; ++i) {
     ASSERT_EQ(c->lookup(keyOf(i))->view(), bytesFor(keyOf(i), 100'000)) << i;
@@ -131,15 +131,15 @@ TEST(RegionCache, ARestartedCacheServesWhatItHadSealed) {
 TEST(RegionCache, AnErasedEntryStaysGoneAfterARestart) {
   Cache c(8);
   for (std::uint64_t i = 0; i < 20; ++i) {
-    ASSERT_TRUE(c->insert(keyOf(i), bytesFor(keyOf(i), 100'000)));
+    ASSERT_TRUE(c.insertEventually(keyOf(i), bytesFor(keyOf(i), 100'000)));
   }
   ASSERT_TRUE(c->flush().isOk());  // sealed
   c->erase(keyOf(3));
-  ASSERT_TRUE(c->insert(keyOf(100), bytesFor(keyOf(100), 100'000)));
+  ASSERT_TRUE(c.insertEventually(keyOf(100), bytesFor(keyOf(100), 100'000)));
   c->erase(keyOf(100));  // in the open region
   // Replaced in the open region: the new copy stays.
-  ASSERT_TRUE(c->insert(keyOf(101), bytesFor(keyOf(101), 50'000)));
-  ASSERT_TRUE(c->insert(keyOf(101), bytesFor(keyOf(101), 60'000)));
+  ASSERT_TRUE(c.insertEventually(keyOf(101), bytesFor(keyOf(101), 50'000)));
+  ASSERT_TRUE(c.insertEventually(keyOf(101), bytesFor(keyOf(101), 60'000)));
   const std::uint64_t recorded = c->stats().recordedEntries;
   c.reopen();
   EXPECT_FALSE(c->lookup(keyOf(3)));
@@ -154,7 +154,7 @@ TEST(RegionCache, AnErasedEntryStaysGoneAfterARestart) {
 TEST(RegionCache, AFlippedBitIsAMissCountedOnceAndTheEntryIsDropped) {
   Cache c(4);
   for (std::uint64_t i = 0; i < 5; ++i)
-    ASSERT_TRUE(c->insert(keyOf(i), bytesFor(keyOf(i), 100'000)));
+    ASSERT_TRUE(c.insertEventually(keyOf(i), bytesFor(keyOf(i), 100'000)));
   ASSERT_TRUE(c->flush().isOk());
   c.device().corrupt(150'000);  // inside the second entry's payload (entries are ~100 KB)
   EXPECT_FALSE(c->lookup(keyOf(1)));
@@ -168,7 +168,7 @@ TEST(RegionCache, AFlippedBitIsAMissCountedOnceAndTheEntryIsDropped) {
 
 TEST(RegionCache, AFailedReadIsAMiss) {
   Cache c(4);
-  ASSERT_TRUE(c->insert(keyOf(1), bytesFor(keyOf(1), 5000)));
+  ASSERT_TRUE(c.insertEventually(keyOf(1), bytesFor(keyOf(1), 5000)));
   ASSERT_TRUE(c->flush().isOk());
   c.device().failReads(1);
   EXPECT_FALSE(c->lookup(keyOf(1)));
@@ -177,7 +177,7 @@ TEST(RegionCache, AFailedReadIsAMiss) {
 
 TEST(RegionCache, ADeviceThatKeepsFailingIsTakenOutOfService) {
   Cache c(4, RegionCacheOptions{.deviceErrorLimit = 3});
-  for (std::uint64_t i = 0; i < 5; ++i) ASSERT_TRUE(c->insert(keyOf(i), bytesFor(keyOf(i), 5000)));
+  for (std::uint64_t i = 0; i < 5; ++i) ASSERT_TRUE(c.insertEventually(keyOf(i), bytesFor(keyOf(i), 5000)));
   ASSERT_TRUE(c->flush().isOk());
   c.device().failReads(3);
   for (std::uint64_t i = 0; i < 3; ++i) EXPECT_FALSE(c->lookup(keyOf(i)));
@@ -190,7 +190,7 @@ TEST(RegionCache, ADeviceThatKeepsFailingIsTakenOutOfService) {
 
 TEST(RegionCache, FailuresWithSuccessesBetweenThemKeepADeviceInService) {
   Cache c(4, RegionCacheOptions{.deviceErrorLimit = 3});
-  for (std::uint64_t i = 0; i < 5; ++i) ASSERT_TRUE(c->insert(keyOf(i), bytesFor(keyOf(i), 5000)));
+  for (std::uint64_t i = 0; i < 5; ++i) ASSERT_TRUE(c.insertEventually(keyOf(i), bytesFor(keyOf(i), 5000)));
   ASSERT_TRUE(c->flush().isOk());
   for (std::uint64_t i = 0; i < 4; ++i) {
     c.device().failReads(1);
@@ -202,11 +202,11 @@ TEST(RegionCache, FailuresWithSuccessesBetweenThemKeepADeviceInService) {
 
 TEST(RegionCache, AFailedRegionWriteLosesOnlyThatRegionsEntries) {
   Cache c(4);
-  ASSERT_TRUE(c->insert(keyOf(1), bytesFor(keyOf(1), 5000)));
+  ASSERT_TRUE(c.insertEventually(keyOf(1), bytesFor(keyOf(1), 5000)));
   c.device().failWrites(1);
   EXPECT_FALSE(c->flush().isOk());
   EXPECT_FALSE(c->lookup(keyOf(1)));
-  ASSERT_TRUE(c->insert(keyOf(2), bytesFor(keyOf(2), 5000)));
+  ASSERT_TRUE(c.insertEventually(keyOf(2), bytesFor(keyOf(2), 5000)));
   ASSERT_TRUE(c->flush().isOk());
   EXPECT_EQ(c->lookup(keyOf(2))->view(), bytesFor(keyOf(2), 5000));
 }
@@ -252,7 +252,7 @@ TEST(RegionCache, AboveTheHighWatermarkEvictsDownToTheLowOne) {
   std::uint64_t next = 0;
   auto fillRegion = [&] {
     for (int i = 0; i < 3; ++i, ++next) {
-      ASSERT_TRUE(c->insert(keyOf(next), bytesFor(keyOf(next), 300'000))) << next;
+      ASSERT_TRUE(c.insertEventually(keyOf(next), bytesFor(keyOf(next), 300'000))) << next;
     }
     ASSERT_TRUE(c->flush().isOk());
   };
@@ -349,13 +349,13 @@ TEST(RegionCache, ACrashAtAnyStepOfSealingLeavesNoEntryPointingAtUnwrittenBytes)
     std::vector<std::pair<ChunkKey, std::string>> sealed, crashed;
     for (std::uint64_t i = 0; i < 10; ++i) {
       sealed.emplace_back(keyOf(i), bytesFor(keyOf(i), 90'000));
-      ASSERT_TRUE(c->insert(sealed.back().first, sealed.back().second));
+      ASSERT_TRUE(c.insertEventually(sealed.back().first, sealed.back().second));
     }
     ASSERT_TRUE(c->flush().isOk());
     armed = true;
     for (std::uint64_t i = 10; i < 30 && !hit; ++i) {  // fills a region and hands it off
       crashed.emplace_back(keyOf(i), bytesFor(keyOf(i), 90'000));
-      ASSERT_TRUE(c->insert(crashed.back().first, crashed.back().second));
+      ASSERT_TRUE(c.insertEventually(crashed.back().first, crashed.back().second));
     }
     for (int i = 0; i < 1000 && !hit; ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -375,7 +375,7 @@ TEST(RegionCache, ACrashAtAnyStepOfSealingLeavesNoEntryPointingAtUnwrittenBytes)
 TEST(RegionCache, ACrashAfterSealingLosesNothingSealed) {
   Cache c(8);
   for (std::uint64_t i = 0; i < 30; ++i)
-    ASSERT_TRUE(c->insert(keyOf(i), bytesFor(keyOf(i), 90'000)));
+    ASSERT_TRUE(c.insertEventually(keyOf(i), bytesFor(keyOf(i), 90'000)));
   ASSERT_TRUE(c->flush().isOk());
   c.crashAndReopen();
   for (std::uint64_t i = 0; i < 30; ++i)
@@ -384,7 +384,7 @@ TEST(RegionCache, ACrashAfterSealingLosesNothingSealed) {
 
 TEST(RegionCache, APartlyFilledRegionIsSealedWhenNothingIsInsertedForAWhile) {
   Cache c(8, RegionCacheOptions{.sealWhenIdle = std::chrono::milliseconds(50)});
-  ASSERT_TRUE(c->insert(keyOf(1), bytesFor(keyOf(1), 5000)));
+  ASSERT_TRUE(c.insertEventually(keyOf(1), bytesFor(keyOf(1), 5000)));
   for (int i = 0; i < 200 && c->stats().sealedRegions == 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
