@@ -238,13 +238,11 @@ Result<std::uint64_t> DirStore::countObjects() {
   std::lock_guard countLock(countMu_);
   if (!objectsAtOpen_) {
     // Pin a snapshot and the delta that goes with it while no commit is between its write and
-    // its count (both happen under its stripe lock), then count on the snapshot without locks.
+    // its count (both happen under the gate, shared), then count on the snapshot without locks.
     const rocksdb::Snapshot* snapshot = nullptr;
     std::int64_t deltaAtSnapshot = 0;
     {
-      std::vector<std::unique_lock<std::mutex>> held;
-      held.reserve(kStripes);
-      for (auto& stripe : stripes_) held.emplace_back(stripe);
+      std::unique_lock gate(commitGate_);
       snapshot = db_->GetSnapshot();
       deltaAtSnapshot = objectsDelta_.load();
     }

@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 
 #include "backends/ObjectStore.h"
 #include "common/ThreadPool.h"
@@ -101,9 +102,12 @@ class DirStore final : public ObjectStore {
   std::atomic<std::uint64_t> nextVersion_;
   // The object count is exact and cheap after the first usage() call: that call counts the
   // record keys once (one scan of a RocksDB snapshot), and every commit adds its change to
-  // objectsDelta_ under its stripe lock. objectsAtOpen_ = count at the snapshot - delta then.
+  // objectsDelta_ under the gate below. objectsAtOpen_ = count at the snapshot - delta then.
   std::atomic<std::int64_t> objectsDelta_{0};  // objects created minus removed since open
-  std::mutex countMu_;                         // guards objectsAtOpen_; held during the scan
+  // Commits hold it shared (taken before their stripe); the first count holds it exclusively, so
+  // that no commit is between its write and its count when the snapshot is pinned.
+  std::shared_mutex commitGate_;
+  std::mutex countMu_;  // guards objectsAtOpen_; held during the scan
   std::optional<std::int64_t> objectsAtOpen_;
   ThreadPool workers_;  // last: its threads stop before the state above is destroyed
 };

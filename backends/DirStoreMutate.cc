@@ -15,6 +15,9 @@ template <class... Fs>
 struct Overloaded : Fs... {
   using Fs::operator()...;
 };
+// C++20 deduces this for an aggregate by itself; clang before 17 (the fuzz build) needs the guide.
+template <class... Fs>
+Overloaded(Fs...) -> Overloaded<Fs...>;
 
 }  // namespace
 
@@ -77,6 +80,7 @@ Result<std::uint64_t> DirStore::mutateSync(const std::string& oid, const WriteOp
 Result<std::uint64_t> DirStore::commitLocked(const std::string& oid, const WriteOp& op,
                                              const std::vector<std::uint64_t>& newDataIds,
                                              std::vector<std::uint64_t>& toUnlink) {
+  std::shared_lock gate(commitGate_);
   std::lock_guard lock(stripeFor(oid));
   auto loaded = loadRecord(oid);
   if (!loaded && !loaded.error().isNotFound()) {
@@ -155,7 +159,7 @@ Result<std::uint64_t> DirStore::commitLocked(const std::string& oid, const Write
     toUnlink = newDataIds;
     return failure(dirkeys::fromRocks(s, "committing write"));
   }
-  objectsDelta_ += static_cast<int>(exists) - static_cast<int>(existed);  // under the stripe lock
+  objectsDelta_ += static_cast<int>(exists) - static_cast<int>(existed);  // under the gate
   toUnlink = std::move(superseded);
   return rec.version;
 }

@@ -6,6 +6,8 @@
 #include <rados/librados.hpp>
 #include <set>
 
+#include "backends/Keyring.h"
+
 namespace tierfs::backends {
 
 struct RadosConnection {
@@ -43,6 +45,11 @@ Status configure(librados::Rados& rados, const RadosOptions& o) {
                                       o.conf.empty() ? "(default search path)" : o.conf));
   }
   if (!o.keyring.empty()) TIERFS_RETURN_IF_ERROR(setOption(rados, "keyring", o.keyring));
+  // The keyring librados will read, named here or by the conf (metavariables expanded).
+  std::string keyrings;
+  if (rados.conf_get("keyring", keyrings) == 0) {
+    TIERFS_RETURN_IF_ERROR(checkKeyringList(keyrings, o.allowOpenKeyring));
+  }
   // librados waits forever by default (rados_osd_op_timeout=0, client_mount_timeout=300): a dead
   // OSD or monitor would hang the filesystem. Bound every wait by our timeout.
   auto secs = std::to_string(
@@ -51,6 +58,15 @@ Status configure(librados::Rados& rados, const RadosOptions& o) {
        {"client_mount_timeout", "rados_mon_op_timeout", "rados_osd_op_timeout"}) {
     TIERFS_RETURN_IF_ERROR(setOption(rados, name, secs));
   }
+  // The Objecter asks the monitor for a newer OSD map only for ops in flight longer than
+  // objecter_timeout (10 s), checked every objecter_tick_interval (5 s). With an op timeout
+  // shorter than that, every op to a restarted OSD (same address, new instance) timed out before
+  // the client looked for the new map, and it kept failing after the OSD was back: found by
+  // fuse_backend_faults. Mark ops laggy after half the timeout and check every second.
+  const double laggy =
+      std::max(0.5, std::chrono::duration<double>(o.timeout).count() / 2);  // seconds
+  TIERFS_RETURN_IF_ERROR(setOption(rados, "objecter_timeout", fmt::format("{:.3f}", laggy)));
+  TIERFS_RETURN_IF_ERROR(setOption(rados, "objecter_tick_interval", "1"));
   // Our own admission control bounds requests; keep the Objecter's byte throttle (100 MiB by
   // default) from blocking a submitting thread when many large objects are in flight.
   TIERFS_RETURN_IF_ERROR(setOption(rados, "objecter_inflight_op_bytes",

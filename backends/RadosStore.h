@@ -17,7 +17,8 @@ struct RadosOptions {
   std::string pool;
   std::string nspace;                           // RADOS namespace within the pool; "" = default
   Duration timeout = std::chrono::seconds(30);  // default deadline and librados op timeouts
-  unsigned maxInFlight = 64;  // requests outstanding at the OSDs; more wait in a queue
+  unsigned maxInFlight = 64;      // requests outstanding at the OSDs; more wait in a queue
+  bool allowOpenKeyring = false;  // connect even with a keyring others may read (Keyring.h)
 };
 
 struct RadosConnection;  // librados handles, kept out of this header

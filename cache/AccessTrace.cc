@@ -98,7 +98,7 @@ Status replayTrace(const std::string& path, const std::function<void(const Trace
 }
 
 Result<std::unique_ptr<TraceWriter>> TraceWriter::open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (fd < 0) return failure(Status::fromErrno(errno, "advisor trace " + path));
   return std::unique_ptr<TraceWriter>(new TraceWriter(fd, path));
 }

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "cache/ChunkCodec.h"
+#include "cache/FaultyDevice.h"
 
 namespace tierfs::cache {
 namespace {
@@ -71,6 +72,11 @@ Result<std::unique_ptr<DeviceTier>> DeviceTier::open(DeviceTierOptions options) 
     }
     TIERFS_ASSIGN_OR_RETURN(auto dev,
                             openFileDevice(FileDeviceOptions{.path = spec.path, .size = room}));
+    if (!options.faultFile.empty()) {
+      spdlog::warn("cache device {}: faults injected from {}: for tests only", spec.path,
+                   options.faultFile);
+      dev = makeFaultyDevice(std::move(dev), options.faultFile);
+    }
     raw.push_back(dev.get());
     tier->devices_.push_back(std::move(dev));
   }

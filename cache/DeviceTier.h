@@ -51,6 +51,9 @@ struct DeviceTierOptions {
   // What the cached bytes belong to (the volume's id): a cache made for another volume is
   // emptied when opened.
   std::string owner;
+  // Tests only: wrap each device in a FaultyDevice driven by this control file
+  // (cache/FaultyDevice.h); the daemon sets it from TIERFS_TEST_CACHE_FAULTS.
+  std::string faultFile;
 };
 
 // The index's share of the first device's size: its RocksDB files stay under it (the entry

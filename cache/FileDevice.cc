@@ -247,8 +247,11 @@ Status FileDevice::openFile() {
   if (S_ISBLK(st.st_mode)) return setUpBlockDevice();
   if (S_ISREG(st.st_mode)) {
     // An older cache file may have been created readable by others.
-    if ((st.st_mode & 077) != 0 && ::fchmod(fd_.get(), 0600) != 0) {
-      return Status::fromErrno(errno, fmt::format("cache device {}: chmod 0600", path_));
+    if ((st.st_mode & 077) != 0) {
+      if (::fchmod(fd_.get(), 0600) != 0) {
+        return Status::fromErrno(errno, fmt::format("cache device {}: chmod 0600", path_));
+      }
+      spdlog::warn("cache device {} was mode {:04o}: changed to 0600", path_, st.st_mode & 07777);
     }
     return setUpRegularFile(st, !existed);
   }

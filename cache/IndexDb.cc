@@ -5,6 +5,7 @@
 #include <rocksdb/options.h>
 #include <rocksdb/snapshot.h>
 #include <rocksdb/write_batch.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -375,6 +376,26 @@ rocksdb::Options indexOptions() {
   return options;
 }
 
+// The index names the cached files (inode numbers, chunk keys, listings): only the daemon's user
+// may enter its directory, whatever the umask. One made open by hand (or by an older tierfs) is
+// closed with a warning, as the cache device files are.
+Status makePrivate(const std::string& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) {
+    return Status::fromErrno(errno, "cache index directory " + dir);
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return Status::invalidArgument(fmt::format("cache index {} is not a directory", dir));
+  }
+  if ((st.st_mode & 077) == 0) return Status::ok();
+  if (::chmod(dir.c_str(), 0700) != 0) {
+    return Status::fromErrno(errno, "cache index directory " + dir + ": chmod 0700");
+  }
+  spdlog::warn("cache index directory {} was mode {:04o}: changed to 0700", dir,
+               st.st_mode & 07777);
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<IndexDb>> IndexDb::open(const std::string& dir, const std::string& identity,
@@ -386,6 +407,7 @@ Result<std::unique_ptr<IndexDb>> IndexDb::open(const std::string& dir, const std
   if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
     return failure(Status::fromErrno(errno, "creating cache index directory " + dir));
   }
+  TIERFS_RETURN_IF_ERROR(makePrivate(dir));
 
   rocksdb::DB* raw = nullptr;
   auto s = rocksdb::DB::Open(indexOptions(), dir, &raw);

@@ -446,10 +446,17 @@ bool RegionCache::Impl::needEvictionLocked() {
 void RegionCache::Impl::runSealer() {
   std::unique_lock lock(mu);
   for (;;) {
-    const auto tick =
+    auto tick =
         options.sealWhenIdle.count() > 0
             ? std::min<std::chrono::milliseconds>(options.sealWhenIdle, std::chrono::seconds(1))
             : std::chrono::milliseconds(1000);
+    if (open && open->used > 0 && options.sealWhenIdle.count() > 0) {
+      // Wake when the open region has been idle for sealWhenIdle, not up to a tick later (a
+      // kill -9 in that tick would lose what the docs say survives).
+      const auto due = std::chrono::ceil<std::chrono::milliseconds>(
+          lastInsert + options.sealWhenIdle - std::chrono::steady_clock::now());
+      tick = std::clamp(due, std::chrono::milliseconds(1), tick);
+    }
     wake.wait_for(lock, tick,
                   [this] { return stopping || !toSeal.empty() || needEvictionLocked(); });
     if (open && open->used > 0 && options.sealWhenIdle.count() > 0 &&

@@ -105,4 +105,63 @@ Result<std::string> readSmallFile(const std::filesystem::path& path, std::size_t
   }
 }
 
+namespace {
+
+// The length of the valid UTF-8 sequence at the start of `s` (2 to 4), or 0 when there is none
+// (a lone continuation byte, a truncated, over-long or surrogate sequence, beyond U+10FFFF).
+std::size_t utf8Length(std::string_view s) {
+  const auto b = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+  const unsigned char c = b(0);
+  std::size_t n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+  if (c > 0xf4 || n == 0 || s.size() < n) return 0;
+  for (std::size_t i = 1; i < n; ++i) {
+    if ((b(i) & 0xc0) != 0x80) return 0;
+  }
+  if (c == 0xe0 && b(1) < 0xa0) return 0;   // over-long
+  if (c == 0xed && b(1) >= 0xa0) return 0;  // UTF-16 surrogates
+  if (c == 0xf0 && b(1) < 0x90) return 0;   // over-long
+  if (c == 0xf4 && b(1) >= 0x90) return 0;  // beyond U+10FFFF
+  return n;
+}
+
+}  // namespace
+
+std::string printable(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      const std::size_t n = utf8Length(s.substr(i));
+      if (n > 0) {
+        out.append(s.substr(i, n));
+        i += n;
+        continue;
+      }
+    }
+    ++i;
+    switch (c) {
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      default:
+        if (c < 0x20 || c >= 0x7f) {
+          out += fmt::format("\\x{:02x}", c);
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out;
+}
+
 }  // namespace tierfs

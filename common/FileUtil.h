@@ -48,4 +48,9 @@ Status writeFileDurably(const std::filesystem::path& path, std::string_view data
 Result<std::string> readSmallFile(const std::filesystem::path& path,
                                   std::size_t maxBytes = 1 << 20);
 
+// `s` safe to print on a terminal or in a log line: control characters, DEL, backslashes and
+// bytes that are not valid UTF-8 become C escapes (\n, \t, \\, \xNN), as `ls -b` shows names.
+// Valid UTF-8 (e.g. "été") is kept as it is.
+std::string printable(std::string_view s);
+
 }  // namespace tierfs

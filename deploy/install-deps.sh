@@ -16,6 +16,8 @@ packages=(
   prometheus
   # the local cluster (deploy/dev-cluster)
   ceph-mon ceph-osd ceph-mgr ceph-mds ceph-fuse ceph-common uuid-runtime python3 procps
+  # fuzzing (tests/fuzz, docs/FUZZING.md): libFuzzer and the sanitizers' runtimes
+  clang libclang-rt-14-dev
 )
 
 missing=()

@@ -31,7 +31,34 @@ struct Gather {
   }
 };
 
+// Long enough for the kernel's retry of a failed read, short enough that a read after the back
+// end came back is not refused for long.
+constexpr Duration kFailedChunkMemory = std::chrono::seconds(1);
+constexpr std::size_t kFailedChunksPruneAt = 4096;  // entries before expired ones are dropped
+
 }  // namespace
+
+std::optional<Status> DataReader::recentFailure(const cache::ChunkKey& key) const {
+  std::lock_guard lock(failedMu_);
+  auto it = failed_.find(key);
+  if (it == failed_.end()) return std::nullopt;
+  if (Clock::now() - it->second.first >= kFailedChunkMemory) {
+    failed_.erase(it);
+    return std::nullopt;
+  }
+  return it->second.second;
+}
+
+void DataReader::noteFailure(const cache::ChunkKey& key, const Status& status) const {
+  if (!status.retryable()) return;
+  const auto now = Clock::now();
+  std::lock_guard lock(failedMu_);
+  if (failed_.size() >= kFailedChunksPruneAt) {
+    std::erase_if(failed_,
+                  [&](const auto& e) { return now - e.second.first >= kFailedChunkMemory; });
+  }
+  failed_.insert_or_assign(key, std::make_pair(now, status));
+}
 
 Result<Bytes> DataReader::read(Ino ino, const std::vector<Extent>& extents, std::uint64_t size,
                                std::uint64_t offset, std::uint64_t length) const {
@@ -46,8 +73,12 @@ Result<Bytes> DataReader::read(Ino ino, const std::vector<Extent>& extents, std:
 
 Result<Bytes> DataReader::readPiece(Ino ino, const PieceRange& p) const {
   cache::ChunkKey key{ino, p.id.version, p.id.piece};
+  if (auto failed = recentFailure(key)) return failure(*failed);
   auto chunk = cache_.readWaiting(key);
-  if (!chunk) return failure(chunk.error().withContext("reading " + key.objectName()));
+  if (!chunk) {
+    noteFailure(key, chunk.error());
+    return failure(chunk.error().withContext("reading " + key.objectName()));
+  }
   TIERFS_RETURN_IF_ERROR(checkLength(key, *chunk, p));
   if (advisor_) noteAccess(ino, key, chunk->size());
   return chunk->slice(p.pieceOffset, p.length);
@@ -84,8 +115,15 @@ Status DataReader::gatherInto(Ino ino, const std::vector<Extent>& extents, std::
   const bool note = demand && advisor_;
   for (const PieceRange& p : pieces) {
     cache::ChunkKey key{ino, p.id.version, p.id.piece};
+    if (auto failed = recentFailure(key)) {
+      gather->finish(*failed);
+      continue;
+    }
     cache_.read(key, [this, note, ino, gather, p, key, base, offset](Result<Bytes> chunk) {
-      if (!chunk) return gather->finish(chunk.error().withContext("reading " + key.objectName()));
+      if (!chunk) {
+        noteFailure(key, chunk.error());
+        return gather->finish(chunk.error().withContext("reading " + key.objectName()));
+      }
       if (Status s = checkLength(key, *chunk, p); !s.isOk()) return gather->finish(s);
       if (note) noteAccess(ino, key, chunk->size());
       std::copy_n(chunk->data() + p.pieceOffset, p.length, base + (p.fileOffset - offset));

@@ -2,7 +2,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "cache/ChunkCache.h"
@@ -53,6 +56,17 @@ class DataReader {
   Result<Bytes> readPiece(Ino ino, const PieceRange& piece) const;
   static Status checkLength(const cache::ChunkKey& key, const Bytes& chunk,
                             const PieceRange& piece);
+
+  // Chunks whose fetch failed because the back end did not answer (TimedOut, Unavailable), and
+  // when: another read of one within kFailedChunkMemory fails at once with the same error. The
+  // kernel follows a failed read-ahead with a read of the single page, which would otherwise
+  // wait out a second back-end timeout before the reader gets its EIO.
+  std::optional<Status> recentFailure(const cache::ChunkKey& key) const;
+  void noteFailure(const cache::ChunkKey& key, const Status& status) const;
+  mutable std::mutex failedMu_;  // guards failed_
+  mutable std::unordered_map<cache::ChunkKey, std::pair<Clock::time_point, Status>,
+                             cache::ChunkKeyHash>
+      failed_;
 
   cache::ChunkCache& cache_;
   ChunkMap map_;

@@ -48,7 +48,11 @@ void FileWriter::setUnflushedLocked(std::uint64_t bytes) {
 
 Status FileWriter::write(std::uint64_t offset, std::string_view data) {
   std::unique_lock lock(mu_);
+  const std::uint64_t failuresBefore = failures_;
   while (unflushedBytes_ >= ctx_.dirtyLimit) {  // wait for uploads to make room
+    // An upload failed meanwhile (its bytes are kept): report it rather than retry while the
+    // store does not answer, which would hold this write for as long as the outage lasts.
+    if (failures_ != failuresBefore) return uploadError_;
     startUploadsLocked(UINT64_MAX, lock);
     if (inFlight_ == 0) break;  // nothing left to upload (an upload failed): do not wait
     uploadDone_.wait(lock);
@@ -89,8 +93,7 @@ void FileWriter::startUploadsLocked(std::uint64_t belowSlot, std::unique_lock<st
     if (slot < belowSlot && !uploading_.count(slot)) slots.push_back(slot);
   }
   for (std::uint64_t slot : slots) {
-    Status s = startUploadLocked(slot, lock);
-    if (!s.isOk() && uploadError_.isOk()) uploadError_ = s;
+    (void)startUploadLocked(slot, lock);  // a failure is recorded by finishUploadLocked
   }
 }
 
@@ -148,13 +151,35 @@ void FileWriter::finishUploadLocked(std::uint64_t slot, const std::vector<Extent
       journal_.emplace_back(run);
       ctx_.reader.chunkMap().overlay(view_, run);
     }
-  } else if (uploadError_.isOk()) {
+    uploading_.erase(slot);
+    setUnflushedLocked(unflushedBytes_ - std::min(unflushedBytes_, bytes));
+  } else {
     uploadError_ = status;
+    ++failures_;
+    keepFailedLocked(slot);
   }
-  uploading_.erase(slot);
-  setUnflushedLocked(unflushedBytes_ - std::min(unflushedBytes_, bytes));
   --inFlight_;
   uploadDone_.notify_all();
+}
+
+// A failed upload's bytes go back to the slot's buffer, under any written since (which are
+// newer), so that the next drain uploads them again: an acknowledged write is never dropped
+// because the store failed once.
+void FileWriter::keepFailedLocked(std::uint64_t slot) {
+  auto failed = uploading_.extract(slot);
+  if (failed.empty()) return;
+  SlotBuffer merged = std::move(failed.mapped());
+  std::uint64_t counted = merged.data.size();
+  if (auto newer = dirty_.find(slot); newer != dirty_.end()) {
+    counted += newer->second.data.size();
+    for (const auto& [lo, hi] : newer->second.covered) {
+      merged.put(lo, std::string_view(newer->second.data).substr(lo, hi - lo));
+    }
+    dirty_.erase(newer);
+  }
+  const std::uint64_t kept = merged.data.size();
+  dirty_.emplace(slot, std::move(merged));
+  setUnflushedLocked(unflushedBytes_ - std::min(unflushedBytes_, counted) + kept);
 }
 
 Status FileWriter::truncate(std::uint64_t size) {
@@ -226,7 +251,15 @@ bool FileWriter::hasChanges() const {
 
 Status FileWriter::drain() {
   std::unique_lock lock(mu_);
+  // Bytes of uploads that failed before are in dirty_ again and are retried now; the drain
+  // fails if one of its own uploads fails (their bytes are kept for the next drain).
+  uploadError_ = Status::ok();
+  const std::uint64_t failuresBefore = failures_;
   for (;;) {
+    if (failures_ != failuresBefore) {  // no retry within one drain: let the others end
+      uploadDone_.wait(lock, [this] { return inFlight_ == 0; });
+      break;
+    }
     startUploadsLocked(UINT64_MAX, lock);  // a slot whose older upload is in flight waits
     if (dirty_.empty() && inFlight_ == 0) break;
     // startUploadsLocked lets go of the lock: the uploads a slot waited for may all have finished

@@ -28,8 +28,9 @@ struct WriterContext {
 // truncations form a journal that a commit replays over the latest committed inode, so that the
 // commit costs what was changed, and a commit that lost a race is simply replayed again.
 //
-// Thread-safe. Uploads complete on cache threads. Upload errors are kept and reported by drain()
-// (and so by the next flush/fsync), as NFS reports write errors at close.
+// Thread-safe. Uploads complete on cache threads. A failed upload keeps its bytes for the next
+// drain() to upload again, and drain() (so flush/fsync) fails while an upload of its own fails;
+// a write that has to wait for uploads (over the dirty limit) fails instead once one fails.
 class FileWriter {
  public:
   FileWriter(WriterContext ctx, const Inode& base);
@@ -73,6 +74,7 @@ class FileWriter {
   Status startUploadLocked(std::uint64_t slot, std::unique_lock<std::mutex>& lock);
   void finishUploadLocked(std::uint64_t slot, const std::vector<Extent>& runs, std::uint64_t bytes,
                           Status status);
+  void keepFailedLocked(std::uint64_t slot);
   void recomputeViewLocked();
   void setUnflushedLocked(std::uint64_t bytes);
   struct Patch {
@@ -97,7 +99,8 @@ class FileWriter {
   std::uint64_t chunkVersion_ = 0;  // version of every chunk this writer uploads; 0 until first
   std::uint32_t nextPiece_ = 0;
   int inFlight_ = 0;
-  Status uploadError_;
+  Status uploadError_;          // the last upload failure (its bytes are back in dirty_)
+  std::uint64_t failures_ = 0;  // upload failures so far
 };
 
 }  // namespace tierfs::fs

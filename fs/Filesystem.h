@@ -7,6 +7,8 @@
 #include <functional>
 #include <list>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +40,14 @@ struct FsOptions {
   std::size_t dentryListMax = 8192;
   // Directories with up to this many entries are kept in the listing cache, when there is one.
   std::size_t listingCacheMax = 65536;
+  // After a revalidation (open, getattr, lookup) failed because the back end did not answer
+  // (TimedOut or Unavailable), files and names already known are served from the dentries held,
+  // without asking the store (a "stale hold"): a reader of cached files does not wait out a
+  // back-end timeout at every open while the cluster is down. While the hold lasts, a probe (a
+  // stat of the volume object) is sent at most every probeInterval, and only while calls come;
+  // each failed probe extends the hold by staleHold, the first that succeeds ends it.
+  Duration staleHold = std::chrono::seconds(5);
+  Duration probeInterval = std::chrono::seconds(1);
   bool readOnly = false;
   std::string controlSocket;   // the daemon's control socket, shown in an xattr of the root
   ReadAheadOptions readAhead;  // its chunkSize is ignored: the volume's is used
@@ -130,6 +140,9 @@ class Filesystem {
   Result<std::vector<std::string>> listxattr(Ino ino);
   Status setxattr(Ino ino, std::string_view name, std::string_view value, int flags);
   Status removexattr(Ino ino, std::string_view name);
+  // The store's usage. Once known, answered at once from the last known figures, which a
+  // background refresh renews when they are older than a second: df never waits for a back end
+  // that does not answer, and shows the last figures it gave.
   Result<FsStat> statfs();
 
   // Files.
@@ -185,6 +198,23 @@ class Filesystem {
   Result<DirPage> listPage(DirCursor& cursor, const std::string& after);
   Result<DirPage> storePage(DirCursor& cursor, const std::string& after);
   Status refreshIfStale(Node& node);
+  // Whether a failed revalidation may use what is known instead: a retryable error (the back end
+  // did not answer) starts a stale hold (FsOptions::staleHold). Other errors are returned.
+  Status keepStaleOn(const Status& error);
+  bool inStaleHold();  // also sends a probe when one is due
+  struct StaleState {  // shared with the probe in flight (which may end after the Filesystem)
+    std::atomic<Clock::rep> until{0};     // end of the stale hold (Clock ticks; 0: none)
+    std::atomic<Clock::rep> probedAt{0};  // when the last probe was sent
+    std::atomic<bool> probing{false};
+  };
+  // statfs' last known answer, shared with the background refresh in flight (which may end after
+  // the Filesystem). statfs answers from it at once once there is one.
+  struct UsageState {
+    std::mutex mu;  // guards the fields below
+    std::optional<FsStat> last;
+    Clock::time_point fetchedAt;
+    bool refreshing = false;
+  };
   Result<Commit> updateInode(Node& node, const Mutation& mutate);
   Result<Inode> addEntry(Ino parent, std::string_view name, Inode inode);
   Result<Inode> newInode(Ino parent, FileType type, std::uint32_t mode, Caller who);
@@ -225,7 +255,9 @@ class Filesystem {
   std::list<AccessFn> watchers_;
   TreeCache trees_;
   std::unique_ptr<DatasetSweep> sweep_;  // after trees_, which it uses
-  std::mutex gcMu_;                      // guards the two below
+  const std::shared_ptr<StaleState> stale_ = std::make_shared<StaleState>();
+  std::shared_ptr<UsageState> usage_ = std::make_shared<UsageState>();
+  std::mutex gcMu_;  // guards the two below
   std::uint64_t nextGcId_ = 1;
   std::map<std::uint64_t, std::pair<Ino, std::vector<PieceId>>> gcPending_;  // by job id
   TimerQueue gcTimers_;  // last: stopped first, before the state its callbacks use

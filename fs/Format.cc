@@ -255,6 +255,7 @@ std::string encodeIntent(const RenameIntent& r) {
   e.putString(r.moved);
   e.putString(r.replaced);
   e.putSigned(r.createdSec);
+  if (!r.owner.empty()) e.putString(r.owner);  // optional and last: older intents end before it
   return sealed(e);
 }
 
@@ -273,6 +274,13 @@ Result<RenameIntent> decodeIntent(std::string_view in) {
   TIERFS_ASSIGN_OR_RETURN(std::string_view moved, d.string("moved inode", kMaxEmbedded));
   TIERFS_ASSIGN_OR_RETURN(std::string_view replaced, d.string("replaced inode", kMaxEmbedded));
   TIERFS_ASSIGN_OR_RETURN(r.createdSec, d.signedVarint("created"));
+  if (d.remaining() > 0) {
+    constexpr std::size_t kMaxOwner = 1024;
+    TIERFS_ASSIGN_OR_RETURN(std::string_view owner, d.string("owner", kMaxOwner));
+    // Written only when set: an empty one would be a second spelling of an intent without it.
+    if (owner.empty()) return failure(d.error("owner", "present but empty"));
+    r.owner = owner;
+  }
   TIERFS_RETURN_IF_ERROR(d.expectEnd());
   r.srcName = srcName;
   r.dstName = dstName;

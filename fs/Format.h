@@ -106,6 +106,9 @@ struct RenameIntent {
   std::string moved;     // the encoded inode being moved
   std::string replaced;  // the encoded inode it replaces at the destination, "" when none
   std::int64_t createdSec = 0;
+  // processIdentity() of the daemon that began the rename, so that its successor on the same node
+  // can tell it died and finish the rename at once; "" in intents written before this field.
+  std::string owner;
   friend bool operator==(const RenameIntent&, const RenameIntent&) = default;
 };
 

@@ -59,8 +59,13 @@ Status Filesystem::refreshIfStale(Node& n) {
     if (Clock::now() - n.fetchedAt < options_.attrTimeout || n.unlinked) return Status::ok();
     where = n.location();
   }
-  TIERFS_ASSIGN_OR_RETURN(auto fresh, volume_.readDentry(where));
-  if (fresh) TIERFS_RETURN_IF_ERROR(withDirTimes(fresh->inode));
+  if (inStaleHold()) return Status::ok();  // the back end is not answering: use what we know
+  auto read = volume_.readDentry(where);
+  if (!read) return keepStaleOn(read.error());
+  auto& fresh = *read;
+  if (fresh) {
+    if (Status s = withDirTimes(fresh->inode); !s) return keepStaleOn(s);
+  }
   std::lock_guard lock(n.mu);
   if (!fresh || fresh->inode.ino != n.ino) {
     // Removed or replaced on another node: the kernel will look the name up again.
@@ -69,6 +74,40 @@ Status Filesystem::refreshIfStale(Node& n) {
   n.dentry = std::move(*fresh);
   n.fetchedAt = Clock::now();
   return Status::ok();
+}
+
+Status Filesystem::keepStaleOn(const Status& error) {
+  if (!error.retryable()) return error;
+  const auto until = (Clock::now() + options_.staleHold).time_since_epoch().count();
+  auto& current = stale_->until;
+  for (auto seen = current.load(); seen < until && !current.compare_exchange_weak(seen, until);) {
+  }
+  return Status::ok();
+}
+
+bool Filesystem::inStaleHold() {
+  const Clock::rep now = Clock::now().time_since_epoch().count();
+  if (now >= stale_->until.load()) return false;
+  const Clock::rep due =
+      stale_->probedAt.load() +
+      std::chrono::duration_cast<Clock::duration>(options_.probeInterval).count();
+  if (now >= due && !stale_->probing.exchange(true)) {
+    stale_->probedAt.store(now);
+    const Clock::rep hold = std::chrono::duration_cast<Clock::duration>(options_.staleHold).count();
+    volume_.store().stat(
+        std::string(kVolumeObject), [state = stale_, hold](Result<backends::ObjectStat> got) {
+          if (got) {
+            state->until.store(0);  // the back end answers again
+          } else if (got.error().retryable()) {
+            const Clock::rep until = Clock::now().time_since_epoch().count() + hold;
+            Clock::rep seen = state->until.load();
+            while (seen < until && !state->until.compare_exchange_weak(seen, until)) {
+            }
+          }
+          state->probing.store(false);
+        });
+  }
+  return true;
 }
 
 // A directory's mtime and ctime move with its entries, which live in its own object.

@@ -13,6 +13,19 @@ namespace {
 // Offsets handed to the kernel: 1 and 2 follow "." and "..", entry i (from 0) is followed by
 // offset i + 3. An offset names a position, so a listing resumes where the kernel stopped.
 constexpr std::uint64_t kFirstEntryOffset = 2;
+constexpr std::uint64_t kStatBlock = 4096;
+// statfs figures older than this are renewed in the background (ceph-mgr reports every 1-5 s).
+constexpr Duration kUsageMaxAge = std::chrono::seconds(1);
+
+FsStat toFsStat(const backends::StoreUsage& usage) {
+  // Objects are not a limited resource: report as many free inodes as free 4 KiB blocks.
+  return FsStat{kStatBlock,
+                usage.totalBytes / kStatBlock,
+                usage.availBytes / kStatBlock,
+                usage.availBytes / kStatBlock,
+                usage.objects,
+                usage.availBytes / kStatBlock};
+}
 
 }  // namespace
 
@@ -109,21 +122,37 @@ Inode Filesystem::entryAttributes(const Dentry& dentry) const {
 }
 
 Result<FsStat> Filesystem::statfs() {
-  constexpr std::uint64_t kBlock = 4096;
+  const std::shared_ptr<UsageState> state = usage_;
+  std::optional<FsStat> known;
+  bool refresh = false;
+  {
+    std::lock_guard lock(state->mu);
+    known = state->last;
+    if (known && !state->refreshing && Clock::now() - state->fetchedAt >= kUsageMaxAge) {
+      refresh = state->refreshing = true;
+    }
+  }
+  if (refresh) {
+    volume_.store().usage([state](Result<backends::StoreUsage> got) {
+      std::lock_guard lock(state->mu);
+      state->refreshing = false;
+      if (!got) return;  // keep the last known figures
+      state->last = toFsStat(*got);
+      state->fetchedAt = Clock::now();
+    });
+  }
+  if (known) return *known;
   auto got = backends::SyncStore(volume_.store()).usage();
   if (!got && got.error().retryable()) {
     // No statistics yet (a new cluster's mgr has not reported): an empty answer, which df shows
     // as a size of 0, is better than failing every statfs caller.
-    return FsStat{kBlock, 0, 0, 0, 0, 0};
+    return FsStat{kStatBlock, 0, 0, 0, 0, 0};
   }
   TIERFS_ASSIGN_OR_RETURN(backends::StoreUsage usage, std::move(got));
-  // Objects are not a limited resource: report as many free inodes as free 4 KiB blocks.
-  return FsStat{kBlock,
-                usage.totalBytes / kBlock,
-                usage.availBytes / kBlock,
-                usage.availBytes / kBlock,
-                usage.objects,
-                usage.availBytes / kBlock};
+  std::lock_guard lock(state->mu);
+  state->last = toFsStat(usage);
+  state->fetchedAt = Clock::now();
+  return *state->last;
 }
 
 }  // namespace tierfs::fs

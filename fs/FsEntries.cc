@@ -4,6 +4,7 @@
 
 #include <cerrno>
 
+#include "common/ProcessIdentity.h"
 #include "fs/Filesystem.h"
 
 namespace tierfs::fs {
@@ -43,8 +44,18 @@ Result<Inode> Filesystem::lookup(Ino parent, std::string_view name) {
     auto n = nodes_.remember(parent, key, hit->dentry, true, hit->fetchedAt);
     return withLocalSize(*n);
   }
-  TIERFS_ASSIGN_OR_RETURN(Dentry d, childDentry(parent, name));
-  auto n = nodes_.remember(parent, key, d, true);
+  // While the back end does not answer, a name this node knows keeps resolving to what it was.
+  if (inStaleHold()) {
+    if (auto known = nodes_.lookupKnown(parent, key)) return withLocalSize(*known);
+  }
+  auto d = childDentry(parent, name);
+  if (!d) {
+    if (!keepStaleOn(d.error())) return failure(d.error());
+    auto known = nodes_.lookupKnown(parent, key);
+    if (!known) return failure(d.error());
+    return withLocalSize(*known);
+  }
+  auto n = nodes_.remember(parent, key, *d, true);
   return withLocalSize(*n);
 }
 
@@ -53,7 +64,7 @@ Result<Inode> Filesystem::lookup(Ino parent, std::string_view name) {
 // times live in their own objects.
 std::optional<DentryCache::Hit> Filesystem::listedDentry(Ino parent, const std::string& name) {
   auto hit = dentries_.find(parent, name);
-  if (hit || !dentries_.shouldList(parent)) {
+  if (hit || inStaleHold() || !dentries_.shouldList(parent)) {
     if (hit && hit->dentry.inode.isDir()) return std::nullopt;
     return hit;
   }
@@ -63,6 +74,7 @@ std::optional<DentryCache::Hit> Filesystem::listedDentry(Ino parent, const std::
   DirCursor cursor{.dir = parent};
   for (;;) {
     auto page = listPage(cursor, after);
+    if (!page) (void)keepStaleOn(page.error());  // no second wait in childDentry's read
     if (!page || all.size() + page->entries.size() > options_.dentryListMax) {
       dentries_.store(parent, std::nullopt, fetchedAt);
       return std::nullopt;
@@ -243,7 +255,8 @@ Status Filesystem::renameAcross(Ino parent, const std::string& name, const std::
   const std::string& moved = swap.moved;
   const std::string& replaced = swap.replaced;
   TIERFS_ASSIGN_OR_RETURN(std::uint64_t id, volume_.newId());
-  RenameIntent intent{parent, name, newParent, newName, moved, replaced, Timestamp::now().sec};
+  RenameIntent intent{
+      parent, name, newParent, newName, moved, replaced, Timestamp::now().sec, processIdentity()};
   const std::string key = journalKey(id);
   TIERFS_RETURN_IF_ERROR(volume_.recordIntent(key, encodeIntent(intent)));
   Status s = volume_.updateDir(dirObject(newParent), {{newName, replaced, moved}});

@@ -213,7 +213,8 @@ Status recoverRenameIntents(Volume& volume, std::chrono::seconds minAge,
     if (!intent) {
       out.action = IntentOutcome::Action::kUndecodable;
       out.detail = intent.error().toString();
-    } else if (out.intent = *intent; intent->createdSec > now - minAge.count()) {
+    } else if (out.intent = *intent; intent->createdSec > now - minAge.count() &&
+                                     options.ownerLiveness(intent->owner) != Liveness::kGone) {
       out.action = IntentOutcome::Action::kRecent;
       out.detail = fmt::format("rename of entry '{}' of {} to entry '{}' of {}, {} s old",
                                intent->srcName, dirObject(intent->srcDir), intent->dstName,
@@ -224,6 +225,11 @@ Status recoverRenameIntents(Volume& volume, std::chrono::seconds minAge,
       out.applied = false;
       out.detail = fmt::format("{}{}{}", out.detail, out.detail.empty() ? "" : ": ", s.toString());
       if (first.isOk() && !s.dataLoss()) first = s;
+    }
+    if (out.intent && out.action != IntentOutcome::Action::kRecent &&
+        out.intent->createdSec > now - minAge.count()) {
+      out.detail += fmt::format(" (before the minimum age: the daemon that began it, {}, is gone)",
+                                out.intent->owner);
     }
     if (outcomes != nullptr) outcomes->push_back(std::move(out));
   }

@@ -2,11 +2,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/ProcessIdentity.h"
 #include "fs/Volume.h"
 
 // Checking and repairing a volume (docs/FSCK.md): a walk of the namespace from the root, a listing
@@ -39,15 +41,18 @@ std::string_view actionName(IntentOutcome::Action action);
 struct IntentRecoveryOptions {
   bool apply = true;        // false: only say what would be done
   std::int64_t nowSec = 0;  // the current time; 0: the system clock (tests move it forward)
+  // Whether the daemon that wrote an intent (RenameIntent::owner) still runs; tests replace it.
+  std::function<Liveness(std::string_view owner)> ownerLiveness = processLiveness;
 };
 
 // Finishes or undoes every cross-directory rename whose intent is older than `minAge` (a daemon
-// on another node may be in the middle of a younger one): rolled forward when the target entry
-// holds the moved inode (the source entry is then removed if it still holds it), rolled back
-// otherwise (the source entry still holds it, or later operations moved it on); then the intent
-// is cleared. Every change is guarded on the bytes read, so a racing daemon is never overwritten.
-// Returns the first store error (the other intents are still tried); `outcomes` gets one entry
-// per intent.
+// on another node may be in the middle of a younger one), or whose daemon is known to be gone (it
+// ran on this node and exited: a restart after a crash finishes its renames at once): rolled
+// forward when the target entry holds the moved inode (the source entry is then removed if it still
+// holds it), rolled back otherwise (the source entry still holds it, or later operations moved it
+// on); then the intent is cleared. Every change is guarded on the bytes read, so a racing daemon is
+// never overwritten. Returns the first store error (the other intents are still tried); `outcomes`
+// gets one entry per intent.
 Status recoverRenameIntents(Volume& volume, std::chrono::seconds minAge,
                             std::vector<IntentOutcome>* outcomes = nullptr,
                             const IntentRecoveryOptions& options = {});

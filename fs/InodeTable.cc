@@ -27,6 +27,18 @@ std::shared_ptr<Node> InodeTable::remember(Ino parent, const std::string& name,
   return slot;
 }
 
+std::shared_ptr<Node> InodeTable::lookupKnown(Ino parent, const std::string& name) {
+  std::lock_guard lock(mu_);
+  for (const auto& [ino, node] : nodes_) {
+    std::lock_guard nodeLock(node->mu);
+    if (node->parent == parent && node->name == name && !node->unlinked) {
+      ++node->lookups;
+      return node;
+    }
+  }
+  return nullptr;
+}
+
 void InodeTable::forget(Ino ino, std::uint64_t n) {
   std::lock_guard lock(mu_);
   auto it = nodes_.find(ino);

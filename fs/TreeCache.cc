@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -24,6 +25,11 @@ Result<Dentry> TreeCache::resolve(const std::string& path) {
     if (name.empty() || name == ".") continue;
     if (name == "..") {
       return failure(Status::invalidArgument(fmt::format("path '{}': '..' is not allowed", path)));
+    }
+    if (name.size() > NAME_MAX) {
+      return failure(Status::posix(
+          ENAMETOOLONG, fmt::format("path '{}': a name of {} bytes, more than the {} allowed", path,
+                                    name.size(), NAME_MAX)));
     }
     if (!at.inode.isDir()) {
       return failure(Status::posix(ENOTDIR, fmt::format("path '{}': not a directory", path)));

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "backends/Keyring.h"
 #include "common/Units.h"
 #include "tools/ConfigFile.h"
 
@@ -14,7 +15,8 @@ namespace {
 using backends::BackendKind;
 using backends::StoreConfig;
 
-Status readBackendSection(const ConfigSection& b, StoreConfig& cfg) {
+// `checkKeyring`: refuse a keyring that others may read (when the file's is the one used).
+Status readBackendSection(const ConfigSection& b, StoreConfig& cfg, bool checkKeyring) {
   if (!b.present()) {
     return Status::invalidArgument("no [backend] section (type = \"dir\" or \"rados\")");
   }
@@ -37,17 +39,24 @@ Status readBackendSection(const ConfigSection& b, StoreConfig& cfg) {
   TIERFS_RETURN_IF_ERROR(d.getString("path", path));
   cfg.dir.root = path;
   ConfigSection r = b.sub("rados");
-  TIERFS_RETURN_IF_ERROR(r.checkKeys({"conf", "keyring", "user", "pool", "namespace"}));
+  TIERFS_RETURN_IF_ERROR(
+      r.checkKeys({"conf", "keyring", "user", "pool", "namespace", "allow_open_keyring"}));
   TIERFS_RETURN_IF_ERROR(r.getString("conf", cfg.rados.conf));
   TIERFS_RETURN_IF_ERROR(r.getString("keyring", cfg.rados.keyring));
+  TIERFS_RETURN_IF_ERROR(r.getBool("allow_open_keyring", cfg.rados.allowOpenKeyring));
+  if (checkKeyring && cfg.kind == BackendKind::kRados && !cfg.rados.keyring.empty()) {
+    Status s = backends::checkKeyringMode(cfg.rados.keyring, cfg.rados.allowOpenKeyring);
+    if (!s.isOk()) return r.problem("keyring", s.message());
+  }
   TIERFS_RETURN_IF_ERROR(r.getString("user", cfg.rados.user));
   TIERFS_RETURN_IF_ERROR(r.getString("pool", cfg.rados.pool));
   return r.getString("namespace", cfg.rados.nspace);
 }
 
-Status loadFile(const std::string& file, StoreConfig& cfg) {
+Status loadFile(const std::string& file, StoreConfig& cfg, bool checkKeyring) {
   TIERFS_ASSIGN_OR_RETURN(toml::table root, parseConfigFile(file));
-  Status s = readBackendSection(ConfigSection(root["backend"].as_table(), file, "backend"), cfg);
+  Status s = readBackendSection(ConfigSection(root["backend"].as_table(), file, "backend"), cfg,
+                                checkKeyring);
   if (!s.isOk() && s.message().find(file) == std::string::npos) return s.withContext(file);
   return s;
 }
@@ -72,12 +81,19 @@ void BackendOptions::addTo(CLI::App& app) {
   app.add_option("--namespace", nspace_, "rados: namespace in the pool");
   app.add_option("--timeout", timeout_, "deadline of each back-end call (e.g. 30s)");
   app.add_option("--in-flight", inFlight_, "rados: requests in flight")->check(CLI::Range(1, 4096));
+  app.add_flag("--allow-open-keyring", allowOpenKeyring_,
+               "rados: use a keyring that other users may read or write (refused by default)");
 }
 
 Result<StoreConfig> BackendOptions::resolve() const {
   StoreConfig cfg;
   const std::string file = configFile();
-  if (!file.empty()) TIERFS_RETURN_IF_ERROR(loadFile(file, cfg));
+  // The file's keyring is checked at its line unless a flag replaces or allows it; the store
+  // checks the keyring it is given again when it connects (RadosStore, backends/Keyring.h).
+  if (!file.empty()) {
+    TIERFS_RETURN_IF_ERROR(loadFile(file, cfg, keyring_.empty() && !allowOpenKeyring_));
+  }
+  if (allowOpenKeyring_) cfg.rados.allowOpenKeyring = true;
   if (!backend_.empty()) cfg.kind = backend_ == "rados" ? BackendKind::kRados : BackendKind::kDir;
   if (!path_.empty()) cfg.dir.root = path_;
   if (!conf_.empty()) cfg.rados.conf = conf_;

@@ -39,6 +39,7 @@ class BackendOptions {
   std::string conf_, keyring_, user_, pool_, nspace_;
   std::string timeout_;
   unsigned inFlight_ = 0;
+  bool allowOpenKeyring_ = false;
 };
 
 }  // namespace tierfs::tools

@@ -1,6 +1,7 @@
 #include "tools/ConfigCommand.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -46,9 +47,11 @@ void printBackend(const backends::StoreConfig& s) {
              s.rados.maxInFlight);
   fmt::print("[backend.dir]\npath = {}\n\n", quoted(s.dir.root.string()));
   // The keyring is named, never read here: no secret is printed.
-  fmt::print("[backend.rados]\nconf = {}\nkeyring = {}\nuser = {}\npool = {}\nnamespace = {}\n\n",
-             quoted(s.rados.conf), quoted(s.rados.keyring), quoted(s.rados.user),
-             quoted(s.rados.pool), quoted(s.rados.nspace));
+  fmt::print(
+      "[backend.rados]\nconf = {}\nkeyring = {}\nuser = {}\npool = {}\nnamespace = {}\n"
+      "allow_open_keyring = {}\n\n",
+      quoted(s.rados.conf), quoted(s.rados.keyring), quoted(s.rados.user), quoted(s.rados.pool),
+      quoted(s.rados.nspace), boolean(s.rados.allowOpenKeyring));
 }
 
 void printFuse(const fs::MountOptions& m) {
@@ -109,8 +112,10 @@ void printFs(const DaemonConfig& c) {
 }
 
 void printService(const DaemonConfig& c) {
-  fmt::print("[control]\nsocket = {}{}\n\n", quoted(c.controlSocket),
-             c.controlSocket.empty() ? "  # /run/tierfs/<mount point>.sock" : "");
+  fmt::print("[control]\nsocket = {}{}\nallow_users = [{}]\nallow_groups = [{}]\n\n",
+             quoted(c.controlSocket),
+             c.controlSocket.empty() ? "  # /run/tierfs/<mount point>.sock" : "",
+             fmt::join(c.controlUsers, ", "), fmt::join(c.controlGroups, ", "));
   fmt::print("[metrics]\nenabled = {}\naddress = {}\n\n", boolean(c.metrics.enabled),
              quoted(c.metrics.address));
   fmt::print("[logging]\nlevel = {}\ntarget = {}\nrepeat_window = {}\n\n", quoted(c.logging.level),

@@ -161,4 +161,25 @@ Status ConfigSection::getSize(const char* key, std::uint64_t& out) const {
   return Status::ok();
 }
 
+Status ConfigSection::getNamesOrIds(const char* key, std::vector<std::string>& out) const {
+  const toml::node* n = node(key);
+  if (!n) return Status::ok();
+  const toml::array* array = n->as_array();
+  constexpr const char* kWhat = "must be an array of names and ids, such as [\"alice\", 1001]";
+  if (array == nullptr) return bad(*n, key, kWhat);
+  out.clear();
+  for (const toml::node& e : *array) {
+    if (auto id = e.is_integer() ? e.value<std::int64_t>() : std::nullopt) {
+      if (*id < 0 || *id > 0xfffffffe)
+        return bad(e, key, fmt::format("id {} is out of range", *id));
+      out.push_back(std::to_string(*id));
+    } else if (auto name = e.value<std::string>(); name && !name->empty()) {
+      out.push_back(*name);
+    } else {
+      return bad(e, key, kWhat);
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace tierfs::tools

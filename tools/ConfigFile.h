@@ -47,6 +47,8 @@ class ConfigSection {
   Status getDouble(const char* key, double& out) const;       // 0.5 (or an integer)
   Status getDuration(const char* key, Duration& out) const;   // "30s", "500ms"
   Status getSize(const char* key, std::uint64_t& out) const;  // "4M", "1.5T", or bytes
+  // An array of names and non-negative integer ids (["alice", 1001]); ids come back in decimal.
+  Status getNamesOrIds(const char* key, std::vector<std::string>& out) const;
 
   // An InvalidArgument for a value that parsed but is wrong: "FILE:LINE: [section] key what",
   // at the key's line (the section's when the key is absent).

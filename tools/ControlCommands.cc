@@ -15,6 +15,7 @@
 #include <iostream>
 #include <map>
 
+#include "common/FileUtil.h"
 #include "common/Units.h"
 #include "common/control/Socket.h"
 #include "tools/CopyProgress.h"
@@ -25,9 +26,42 @@ namespace {
 namespace ctl = control;
 constexpr const char* kSocketXattr = "user.tierfs.control_socket";
 
+// Messages carry paths, which may hold any byte but '/' and NUL: printed escaped, never raw.
 int fail(const char* command, const Status& s) {
-  std::fprintf(stderr, "tierfs %s: %s\n", command, s.toString().c_str());
+  std::fprintf(stderr, "tierfs %s: %s\n", command, printable(s.toString()).c_str());
   return 1;
+}
+
+// An empty path names no file (realpath would call it "no such file"): a usage error, exit 2.
+int checkNotEmpty(const char* command, const std::vector<std::string>& paths) {
+  for (const std::string& p : paths) {
+    if (p.empty()) {
+      std::fprintf(stderr, "tierfs %s: an empty path names no file or directory\n", command);
+      return 2;
+    }
+  }
+  return 0;
+}
+
+// Why `path` could not be resolved, naming the part that is wrong.
+Status unresolvable(const std::string& path, int err) {
+  if (err == ENAMETOOLONG) {
+    std::string_view rest = path;
+    while (!rest.empty()) {
+      const std::size_t slash = rest.find('/');
+      const std::string_view name = rest.substr(0, slash);
+      if (name.size() > NAME_MAX) {
+        return Status::posix(err, fmt::format("{}: the name '{}...' is {} bytes long, more than "
+                                              "the {} a file name may have",
+                                              path, name.substr(0, 16), name.size(), NAME_MAX));
+      }
+      rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+    }
+    return Status::posix(
+        err, fmt::format("{}: the path is longer than the {} bytes a path may have", path,
+                         PATH_MAX - 1));
+  }
+  return Status::fromErrno(err, path);
 }
 
 // A path inside a tierfs mount: the daemon's socket, the mount point, the path below it.
@@ -39,7 +73,7 @@ struct Target {
 
 Result<Target> locate(const std::string& path) {
   char real[PATH_MAX];
-  if (::realpath(path.c_str(), real) == nullptr) return failure(Status::fromErrno(errno, path));
+  if (::realpath(path.c_str(), real) == nullptr) return failure(unresolvable(path, errno));
   struct stat st {};
   if (::stat(real, &st) != 0) return failure(Status::fromErrno(errno, path));
   // The mount point is the topmost directory on the same device.
@@ -53,8 +87,10 @@ Result<Target> locate(const std::string& path) {
   char socket[PATH_MAX];
   const ssize_t n = ::getxattr(root.c_str(), kSocketXattr, socket, sizeof socket - 1);
   if (n < 0) {
+    // Relative, or through a symlink or "..": say where the path led.
+    const std::string via = path == real ? "" : fmt::format(", it resolves to {}", real);
     return failure(Status::invalidArgument(
-        fmt::format("{} is not in a tierfs mount ({} has no control socket: {})", path,
+        fmt::format("{} is not in a tierfs mount{} ({} has no control socket: {})", path, via,
                     root.string(), std::strerror(errno))));
   }
   Target t{std::string(socket, static_cast<std::size_t>(n)), root.string(), ""};
@@ -138,12 +174,12 @@ void printStatus(const ctl::StatusReply& r, const std::string& path, bool json) 
   }
   if (r.tree) {
     const ctl::TreeCounts& t = *r.tree;
-    fmt::print("{}: {} of {} files cached ({}), {} of {} ({})\n", path, t.cachedFiles, t.files,
-               percent(t.cachedFiles, t.files), formatSize(t.cachedBytes), formatSize(t.bytes),
-               percent(t.cachedBytes, t.bytes));
+    fmt::print("{}: {} of {} files cached ({}), {} of {} ({})\n", printable(path), t.cachedFiles,
+               t.files, percent(t.cachedFiles, t.files), formatSize(t.cachedBytes),
+               formatSize(t.bytes), percent(t.cachedBytes, t.bytes));
     return;
   }
-  fmt::print("{} ({})\n", d.mountpoint, d.backend);
+  fmt::print("{} ({})\n", printable(d.mountpoint), d.backend);
   if (d.capacityBytes > 0) {
     fmt::print("  cache: {} of {} used ({}), {} free, {} chunks\n", formatSize(d.usedBytes),
                formatSize(d.capacityBytes), percent(d.usedBytes, d.capacityBytes),
@@ -161,6 +197,7 @@ void printStatus(const ctl::StatusReply& r, const std::string& path, bool json) 
 }
 
 int runStatus(const std::vector<std::string>& paths, bool json) {
+  if (int usage = checkNotEmpty("status", paths)) return usage;
   std::vector<std::pair<Target, std::string>> targets;  // and the path as the user named it
   if (paths.empty()) {
     for (const std::string& m : tierfsMounts()) {
@@ -208,6 +245,7 @@ void exitOnInterrupt() {
 }
 
 int runWarm(const std::vector<std::string>& paths, unsigned parallel, bool json) {
+  if (int usage = checkNotEmpty("warm", paths)) return usage;
   // One request per mount (the paths of one mount together).
   std::map<std::string, std::pair<Target, std::vector<std::string>>> byMount;
   for (const std::string& p : paths) {
@@ -259,15 +297,15 @@ int runWarm(const std::vector<std::string>& paths, unsigned parallel, bool json)
     }
     if (!json) {
       fmt::print("warmed {}: {} of {} files cached, {} of {}, {} fetched from the back end\n",
-                 target.mountpoint, last.done.cachedFiles, last.total.files,
+                 printable(target.mountpoint), last.done.cachedFiles, last.total.files,
                  formatSize(last.done.cachedBytes), formatSize(last.total.bytes),
                  formatSize(last.fetchedBytes));
     }
     if (!last.failures.empty() || last.done.cachedFiles != last.total.files) {
       std::fprintf(stderr, "tierfs warm: %zu file(s) could not be cached:\n", last.failures.size());
       for (const auto& f : last.failures) {
-        std::fprintf(stderr, "  %s/%s: %s\n", target.mountpoint.c_str(), f.path.c_str(),
-                     f.message.c_str());
+        std::fprintf(stderr, "  %s/%s: %s\n", printable(target.mountpoint).c_str(),
+                     printable(f.path).c_str(), printable(f.message).c_str());
       }
       code = 1;
     }
@@ -296,6 +334,7 @@ Result<std::vector<std::string>> readOrder(const std::string& file, const std::s
 }
 
 int runHint(const std::string& base, const std::string& from, unsigned distance) {
+  if (int usage = checkNotEmpty("hint", {base})) return usage;
   exitOnInterrupt();
   auto target = locate(base);
   if (!target) return fail("hint", target.error());
@@ -332,19 +371,25 @@ int runHint(const std::string& base, const std::string& from, unsigned distance)
 // ---------------------------------------------------------------- evict
 
 int runEvict(const std::vector<std::string>& paths) {
-  int code = 0;
+  if (int usage = checkNotEmpty("evict", paths)) return usage;
+  // Every path is resolved before anything is dropped: a bad one evicts nothing.
+  std::vector<Target> targets;
   for (const std::string& p : paths) {
     auto t = locate(p);
     if (!t) return fail("evict", t.error());
-    Status s = request(*t, ctl::EvictRequest{{t->relative.empty() ? "." : t->relative}},
-                       [&](const ctl::Reply& reply) {
-                         if (const auto* e = std::get_if<ctl::EvictReply>(&reply)) {
-                           fmt::print("{}: dropped {} of {} files ({}) from this node's cache\n", p,
-                                      e->evicted.cachedFiles, e->evicted.files,
-                                      formatSize(e->evicted.cachedBytes));
-                         }
-                         return false;
-                       });
+    targets.push_back(std::move(*t));
+  }
+  int code = 0;
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    const Target& t = targets[i];
+    auto print = [&](const ctl::Reply& reply) {
+      if (const auto* e = std::get_if<ctl::EvictReply>(&reply)) {
+        fmt::print("{}: dropped {} of {} files ({}) from this node's cache\n", printable(paths[i]),
+                   e->evicted.cachedFiles, e->evicted.files, formatSize(e->evicted.cachedBytes));
+      }
+      return false;
+    };
+    Status s = request(t, ctl::EvictRequest{{t.relative.empty() ? "." : t.relative}}, print);
     if (!s.isOk()) code = fail("evict", s);
   }
   return code;

@@ -144,7 +144,10 @@ void ControlService::advise(const control::AdviseRequest& r, control::Connection
 Result<std::unique_ptr<control::Server>> startControl(const DaemonConfig& cfg,
                                                       ControlService& service) {
   return control::Server::start(
-      control::ServerOptions{.path = cfg.controlSocket, .owner = ::geteuid()},
+      control::ServerOptions{.path = cfg.controlSocket,
+                             .owner = ::geteuid(),
+                             .allowUsers = cfg.controlUsers,
+                             .allowGroups = cfg.controlGroups},
       [&service](const control::Request& r, control::Connection& c) { service.handle(r, c); });
 }
 

@@ -33,8 +33,9 @@ Status pick(const ConfigSection& s, const char* key, const std::map<std::string,
   if (it == choices.end()) {
     std::vector<std::string> names;
     for (const auto& [name, value] : choices) names.push_back(name);
-    return Status::invalidArgument(fmt::format("[[fault]] {} must be one of {}, not \"{}\"", key,
-                                               fmt::join(names, ", "), text));
+    // At the key's file:line, as every other config error (the config fuzzer found this one bare).
+    return s.problem(key,
+                     fmt::format("must be one of {}, not \"{}\"", fmt::join(names, ", "), text));
   }
   out = it->second;
   return Status::ok();

@@ -1,6 +1,8 @@
 #include "tools/MountConfig.h"
 
 #include <fmt/format.h>
+#include <grp.h>
+#include <pwd.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -86,14 +88,45 @@ Status readPrefetch(const ConfigSection& s, DaemonConfig& cfg) {
   return s.getSize("background_bandwidth", f.backgroundBytesPerSecond);  // bytes per second
 }
 
+// A user or group as the config names it: a decimal id, or a name this node knows.
+std::optional<std::uint32_t> idOf(const std::string& nameOrId, bool isGroup) {
+  std::uint32_t id = 0;
+  const char* end = nameOrId.data() + nameOrId.size();
+  if (auto [at, ec] = std::from_chars(nameOrId.data(), end, id); ec == std::errc() && at == end) {
+    return id;
+  }
+  if (isGroup) {
+    const struct group* g = ::getgrnam(nameOrId.c_str());
+    return g ? std::optional<std::uint32_t>(g->gr_gid) : std::nullopt;
+  }
+  const struct passwd* p = ::getpwnam(nameOrId.c_str());
+  return p ? std::optional<std::uint32_t>(p->pw_uid) : std::nullopt;
+}
+
+template <typename Id>
+Status readIds(const ConfigSection& s, const char* key, bool isGroup, std::vector<Id>& out) {
+  std::vector<std::string> names;
+  TIERFS_RETURN_IF_ERROR(s.getNamesOrIds(key, names));
+  for (const std::string& name : names) {
+    auto id = idOf(name, isGroup);
+    if (!id) {
+      return s.problem(key, fmt::format("names {} '{}', which this node does not know",
+                                        isGroup ? "group" : "user", name));
+    }
+    out.push_back(static_cast<Id>(*id));
+  }
+  return Status::ok();
+}
+
 Status readControl(const ConfigSection& s, DaemonConfig& cfg) {
-  TIERFS_RETURN_IF_ERROR(s.checkKeys({"socket"}));
+  TIERFS_RETURN_IF_ERROR(s.checkKeys({"socket", "allow_users", "allow_groups"}));
   TIERFS_RETURN_IF_ERROR(s.getString("socket", cfg.controlSocket));
   if (!cfg.controlSocket.empty() && cfg.controlSocket.front() != '/') {
     return s.problem("socket",
                      fmt::format("must be an absolute path, not '{}'", cfg.controlSocket));
   }
-  return Status::ok();
+  TIERFS_RETURN_IF_ERROR(readIds(s, "allow_users", false, cfg.controlUsers));
+  return readIds(s, "allow_groups", true, cfg.controlGroups);
 }
 
 // HOST:PORT: a port from 1 to 65535 after the last colon, and a host (a name, an IPv4 address
@@ -301,6 +334,10 @@ Result<std::unique_ptr<FsStack>> openFilesystem(const DaemonConfig& cfg, bool au
   if (!cfg.devices.devices.empty()) {
     cache::DeviceTierOptions devices = cfg.devices;
     devices.owner = record.uuidString();
+    // Tests only (docs/CACHE.md): faults injected into the cache devices, switched by a file.
+    if (const char* faults = std::getenv("TIERFS_TEST_CACHE_FAULTS"); faults && *faults) {
+      devices.faultFile = faults;
+    }
     TIERFS_ASSIGN_OR_RETURN(stack->devices, cache::DeviceTier::open(std::move(devices)));
     cacheOptions.device = stack->devices.get();
   }

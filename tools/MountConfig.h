@@ -41,8 +41,8 @@ struct MetricsConfig {
 
 // [logging]: where the daemon's log goes and how much of it.
 struct LoggingConfig {
-  std::string level = "info";     // trace, debug, info, warn, error, off
-  std::string target = "stderr";  // "stderr", "journal", or a file path
+  std::string level = "info";                        // trace, debug, info, warn, error, off
+  std::string target = "stderr";                     // "stderr", "journal", or a file path
   Duration repeatWindow = std::chrono::seconds(10);  // one line per repeated error per window
 };
 
@@ -64,6 +64,8 @@ struct DaemonConfig {
   std::optional<cache::Codec> codec;  // overrides the volume's default codec
   std::optional<int> zstdLevel;
   std::string controlSocket;                // empty: control::defaultSocketPath(mountpoint)
+  std::vector<uid_t> controlUsers;          // [control] allow_users: let in besides root, owner
+  std::vector<gid_t> controlGroups;         // [control] allow_groups
   std::vector<backends::FaultRule> faults;  // [[fault]]: tests and benchmarks only
   MetricsConfig metrics;
   LoggingConfig logging;

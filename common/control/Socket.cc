@@ -1,12 +1,14 @@
 #include "common/control/Socket.h"
 
 #include <fmt/format.h>
+#include <limits.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -92,7 +94,9 @@ Result<std::unique_ptr<Server>> Server::start(ServerOptions options, Handler han
     return failure(Status::fromErrno(errno, fmt::format("control socket {}: bind", options.path)));
   }
   // Before listen() nobody can connect, so the mode is set before anyone could use the socket.
-  if (::chmod(options.path.c_str(), 0600) != 0 ||
+  // Others can connect only when the config lets some of them in; their credentials decide.
+  const bool others = !options.allowUsers.empty() || !options.allowGroups.empty();
+  if (::chmod(options.path.c_str(), others ? 0666 : 0600) != 0 ||
       ::chown(options.path.c_str(), options.owner, static_cast<gid_t>(-1)) != 0) {
     Status s =
         Status::fromErrno(errno, fmt::format("control socket {}: chmod/chown", options.path));
@@ -140,6 +144,7 @@ void Server::acceptLoop() {
     ucred peer{};
     socklen_t length = sizeof peer;
     if (::getsockopt(fd.get(), SOL_SOCKET, SO_PEERCRED, &peer, &length) != 0) continue;
+    const bool admitted = admits(fd.get(), peer.uid, peer.gid);
     auto connection = std::make_shared<Connection>(std::move(fd), peer.uid);
     std::lock_guard lock(mu_);
     // Threads of connections that ended are joined here, so they do not pile up.
@@ -152,16 +157,35 @@ void Server::acceptLoop() {
       }
     }
     auto& slot = connections_.emplace_back(connection, std::thread());
-    slot.second = std::thread([this, connection] { serve(connection); });
+    slot.second = std::thread([this, connection, admitted] { serve(connection, admitted); });
   }
 }
 
-void Server::serve(const std::shared_ptr<Connection>& c) {
-  if (c->peerUid() != 0 && c->peerUid() != options_.owner) {
-    spdlog::warn("control socket {}: refused uid {} (neither root nor the owner, uid {})",
-                 options_.path, c->peerUid(), options_.owner);
+bool Server::admits(int fd, uid_t uid, gid_t gid) const {
+  auto has = [](const auto& list, auto id) {
+    return std::find(list.begin(), list.end(), id) != list.end();
+  };
+  if (uid == 0 || uid == options_.owner || has(options_.allowUsers, uid)) return true;
+  if (options_.allowGroups.empty()) return false;
+  if (has(options_.allowGroups, gid)) return true;
+  // The supplementary groups the peer had when it connected.
+  std::vector<gid_t> groups(NGROUPS_MAX);
+  socklen_t length = static_cast<socklen_t>(groups.size() * sizeof(gid_t));
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &length) != 0) return false;
+  groups.resize(length / sizeof(gid_t));
+  return std::any_of(groups.begin(), groups.end(),
+                     [&](gid_t g) { return has(options_.allowGroups, g); });
+}
+
+void Server::serve(const std::shared_ptr<Connection>& c, bool admitted) {
+  if (!admitted) {
+    spdlog::warn(
+        "control socket {}: refused uid {} (not root, the owner (uid {}), nor let in by "
+        "[control] allow_users or allow_groups)",
+        options_.path, c->peerUid(), options_.owner);
     (void)c->reply(ErrorReply{Status::permissionDenied(
-        fmt::format("uid {} may not control this mount: only root and its owner (uid {}) may",
+        fmt::format("uid {} may not control this mount: only root, its owner (uid {}) and the "
+                    "users and groups its [control] allow_users and allow_groups name may",
                     c->peerUid(), options_.owner))});
     return;
   }
@@ -187,7 +211,8 @@ Result<UniqueFd> connectTo(const std::string& path) {
     case EACCES:
     case EPERM:
       return failure(Status::permissionDenied(fmt::format(
-          "control socket {}: permission denied (only root and the mount's owner may use it)",
+          "control socket {}: permission denied (only root, the mount's owner and the users its "
+          "[control] allow_users and allow_groups name may use it)",
           path)));
     case ECONNREFUSED:
       return failure(Status::unavailable(

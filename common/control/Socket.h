@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/FileUtil.h"
 #include "common/control/Protocol.h"
@@ -35,14 +36,19 @@ using Handler = std::function<void(const Request&, Connection&)>;
 
 struct ServerOptions {
   std::string path;  // of the socket; its directory is created (0755) when missing
-  uid_t owner = 0;   // the mount's owner: with root, the only user let in
+  uid_t owner = 0;   // the mount's owner: with root, always let in
+  // Further users let in ([control] allow_users), and users whose primary or supplementary
+  // groups include one of `allowGroups` ([control] allow_groups).
+  std::vector<uid_t> allowUsers;
+  std::vector<gid_t> allowGroups;
 };
 
-// The daemon's end: a Unix stream socket, mode 0600, that accepts on its own thread and serves
-// each connection (one request, its replies) on a thread of its own. A connecting user other than
-// root and `owner` (SO_PEERCRED) gets a PermissionDenied reply and is closed, whatever the file's
-// mode. A socket file left by a daemon that died is replaced; a live one, or any other file at
-// the path, is an error.
+// The daemon's end: a Unix stream socket that accepts on its own thread and serves each
+// connection (one request, its replies) on a thread of its own. The socket is mode 0600 when
+// only root and `owner` may use it, 0666 when others may; either way the peer's credentials
+// (SO_PEERCRED, SO_PEERGROUPS) decide: a user not let in gets a PermissionDenied reply and is
+// closed, whatever the file's mode. A socket file left by a daemon that died is replaced; a live
+// one, or any other file at the path, is an error.
 class Server {
  public:
   static Result<std::unique_ptr<Server>> start(ServerOptions options, Handler handler);
@@ -52,7 +58,9 @@ class Server {
  private:
   Server(ServerOptions options, Handler handler, UniqueFd listener);
   void acceptLoop();
-  void serve(const std::shared_ptr<Connection>& connection);
+  // Whether the peer on `fd` (of `uid`) may use the socket.
+  bool admits(int fd, uid_t uid, gid_t gid) const;
+  void serve(const std::shared_ptr<Connection>& connection, bool admitted);
 
   const ServerOptions options_;
   const Handler handler_;

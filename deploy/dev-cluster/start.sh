@@ -258,6 +258,17 @@ wait_for() {
 
 # ------------------------------------------------------------------- steps
 
+# A lone OSD has no heartbeat peers, so osd_heartbeat_grace only sets its PGs' read lease (x 0.8,
+# fixed when they peer). Pacific's lone primary does not renew a lease that ran out while it was
+# paused: its PGs stay "laggy" and clients' reads wait forever. 60 s (a 48 s lease) lets a test
+# pause the OSD (SIGSTOP, a hung OSD) for up to 48 s. Several OSDs keep the default, so that a
+# dead one is reported within 20 s.
+one_osd_lease() {
+    (( OSDS == 1 )) || return 0
+    echo "# One OSD: a 48 s PG read lease (see start.sh)."
+    echo "osd_heartbeat_grace = 60"
+}
+
 write_conf() {
     local fsid="$1" port_v2="$2" port_v1="$3"
     cat > "$CONF" <<EOF
@@ -288,6 +299,10 @@ osd_pool_default_pg_num = $PG_NUM
 osd_pool_default_pgp_num = $PG_NUM
 osd_pool_default_pg_autoscale_mode = off
 mon_allow_pool_size_one = true
+# Single host: count failure reports per OSD, not per host (the default), or a
+# killed OSD is never marked down by its peers (mon_osd_min_down_reporters = 2
+# would need two hosts) and clients wait on it instead of using another replica.
+mon_osd_reporter_subtree_level = osd
 mon_allow_pool_delete = true
 mon_warn_on_pool_no_redundancy = false
 # Commit mon map changes after 0.1s instead of batching them for 1s: the
@@ -320,6 +335,7 @@ bluestore_block_size = $OSD_SIZE_BYTES
 bluestore_block_create = true
 # BlueStore defaults to a 4 GiB cache target per OSD; too much for a dev box.
 osd_memory_target = 1073741824
+$(one_osd_lease)
 
 [mgr]
 mgr_data = $DIR/data/mgr.\$id

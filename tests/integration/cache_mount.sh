@@ -31,18 +31,6 @@ PY
 "$TIERFS" mkfs "${flags[@]}" --chunk-size 1M > /dev/null
 "$TIERFS" import "${flags[@]}" "$work/src" / > /dev/null
 
-stats() {
-  python3 -c "import os, sys; print(os.getxattr(sys.argv[1], 'user.tierfs.cache_stats').decode())" "$mnt"
-}
-field() { python3 -c "import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])" "$1" "$2"; }
-# Reads every file with the page cache dropped (so each read reaches the daemon) and compares.
-read_all() {
-  sync
-  echo 3 > /proc/sys/vm/drop_caches
-  (cd "$work/src" && find . -type f -print0 | sort -z | xargs -0 sha256sum) > "$work/want"
-  (cd "$mnt" && find . -type f -print0 | sort -z | xargs -0 sha256sum) > "$work/got"
-  cmp -s "$work/want" "$work/got" || { diff "$work/want" "$work/got" | head; fail "$1: wrong data"; }
-}
 check_size() {
   local file index
   file=$(stat -c %s "$work/cache0")

@@ -97,8 +97,19 @@ bad_case "bad log target" $'[logging]\ntarget = "tierfs.log"' \
   "$F:6: \[logging\] target must be \"stderr\", \"journal\" or an absolute file path"
 bad_case "log file in no directory" $'[logging]\ntarget = "/no/such/dir/tierfs.log"' \
   "$F:6: \[logging\] target '/no/such/dir/tierfs.log': directory /no/such/dir does not exist"
+# Found by tests/fuzz (config target): this error named no file or line.
+bad_case "fault: unknown op" $'[[fault]]\nop = "write"' \
+  "$F:6: \[\.fault#1\] op must be one of any, .* not \"write\""
 bad_case "relative control socket" $'[control]\nsocket = "x.sock"' \
   "$F:6: \[control\] socket must be an absolute path"
+bad_case "control: unknown user" $'[control]\nallow_users = ["root", "no-such-user-x"]' \
+  "$F:6: \[control\] allow_users names user 'no-such-user-x', which this node does not know"
+bad_case "control: unknown group" $'[control]\n\nallow_groups = ["no-such-group-x"]' \
+  "$F:7: \[control\] allow_groups names group 'no-such-group-x', which this node does not know"
+bad_case "control: users not a list" $'[control]\nallow_users = "alice"' \
+  "$F:6: \[control\] allow_users must be an array of names and ids"
+bad_case "control: negative uid" $'[control]\nallow_users = [-5]' \
+  "$F:6: \[control\] allow_users id -5 is out of range"
 bad_case "relative device path" $'[[cache.device]]\npath = "cache0"\nsize = "1G"' \
   "$F:6: \[cache.device#1\] path must be an absolute path"
 bad_case "device without a size" $'[[cache.device]]\npath = "/tmp/cache0"' \
@@ -131,6 +142,30 @@ run config check "$cfg"
 expect_rc 1 "rados without a pool"
 expect_err "$F: the rados back end needs a pool: \[backend.rados\] pool" "rados without a pool"
 echo "ok: rados without a pool"
+# A keyring other users may read or write is refused at its line, unless allowed.
+printf '[client.x]\n\tkey = AQDsecretsecretsecret==\n' > "$work/open.keyring"
+for mode in 644 640 602; do
+  chmod "$mode" "$work/open.keyring"
+  printf '[backend]\ntype = "rados"\n[backend.rados]\npool = "p"\nkeyring = "%s"\n' \
+    "$work/open.keyring" > "$cfg"
+  run config check "$cfg"
+  expect_rc 1 "keyring mode $mode"
+  expect_err "$F:5: \[backend.rados\] keyring keyring $work/open.keyring is (readable|writable) by (other users|its group) \(mode 0$mode\): chmod 600 it, or pass --allow-open-keyring" \
+    "keyring mode $mode"
+  ! grep -q AQDsecret "$work/err" || fail "keyring mode $mode: the key was printed"
+  echo "ok: keyring mode $mode refused"
+done
+printf 'allow_open_keyring = true\n' >> "$cfg"
+run config check "$cfg"
+expect_rc 0 "allow_open_keyring = true"
+sed -i '$d' "$cfg"
+run config show "$cfg" --allow-open-keyring
+expect_rc 0 "--allow-open-keyring"
+expect_out '^allow_open_keyring = true$' "--allow-open-keyring"
+chmod 600 "$work/open.keyring"
+run config check "$cfg"
+expect_rc 0 "keyring mode 600"
+echo "ok: an open keyring passes with allow_open_keyring or --allow-open-keyring; 0600 passes"
 
 # A device file and index an earlier run made already hold part of the size: it fits when the
 # free space plus what they occupy (64M + 32M) covers it, here with 16M to spare.
@@ -236,6 +271,7 @@ echo "ok: TIERFS_CONFIG is read when no file is named"
 
 # No secret is printed: the keyring is named, never read.
 printf '[client.tierfs]\n\tkey = AQDsecretsecretsecret==\n' > "$work/keyring"
+chmod 600 "$work/keyring"
 printf '[backend]\ntype = "rados"\n[backend.rados]\npool = "p"\nkeyring = "%s"\n' \
   "$work/keyring" > "$cfg"
 run config show "$cfg"

@@ -43,10 +43,6 @@ config() {
   for f in "$@"; do printf '%s\n' "$f"; done
 }
 cluster_env=$2
-stats() {
-  python3 -c "import os, sys; print(os.getxattr(sys.argv[1], 'user.tierfs.cache_stats').decode())" "$mnt"
-}
-field() { python3 -c "import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])" "$1" "$2"; }
 # check_tree PATH FILES BYTES CACHED_FILES CACHED_BYTES: `tierfs status --json PATH` says so.
 check_tree() {
   python3 - "$("$TIERFS" status --json "$mnt/$1")" "$@" << 'PY'

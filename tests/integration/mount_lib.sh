@@ -96,3 +96,19 @@ cleanup_mount() {
     wait "$TIERFS_PID" 2> /dev/null || true
   fi
 }
+
+# The cache tests' helpers. stats: the mount's cache statistics (JSON); field JSON KEY: one of
+# them; read_all WHAT: every file of $work/src read back through $mnt with the page cache dropped
+# (so each read reaches the daemon) and compared, failing with WHAT named.
+stats() {
+  python3 -c "import os, sys; print(os.getxattr(sys.argv[1], 'user.tierfs.cache_stats').decode())" "$mnt"
+}
+field() { python3 -c "import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])" "$1" "$2"; }
+# Reads every file with the page cache dropped (so each read reaches the daemon) and compares.
+read_all() {
+  sync
+  echo 3 > /proc/sys/vm/drop_caches
+  (cd "$work/src" && find . -type f -print0 | sort -z | xargs -0 sha256sum) > "$work/want"
+  (cd "$mnt" && find . -type f -print0 | sort -z | xargs -0 sha256sum) > "$work/got"
+  cmp -s "$work/want" "$work/got" || { diff "$work/want" "$work/got" | head; fail "$1: wrong data"; }
+}

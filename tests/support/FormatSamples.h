@@ -82,6 +82,7 @@ inline fs::RenameIntent sampleIntent() {
   r.moved = fs::encodeInode(sampleFile());
   r.replaced = fs::encodeInode(sampleSymlink());
   r.createdSec = -1;
+  r.owner = "host=n1 boot=8c3e pidns=pid:[4026531836] pid=7 start=99";
   return r;
 }
 

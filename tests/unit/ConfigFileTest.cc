@@ -76,5 +76,24 @@ TEST_F(ConfigFileTest, DoublesTakeIntegersToo) {
             std::string::npos);
 }
 
+TEST_F(ConfigFileTest, NamesOrIdsTakeStringsAndNonNegativeIntegers) {
+  const std::string file =
+      write("[control]\na = [\"alice\", 1001]\nb = \"alice\"\nc = [-1]\nd = [true]\ne = [\"\"]\n");
+  auto root = parseConfigFile(file);
+  ASSERT_TRUE(root);
+  ConfigSection s((*root)["control"].as_table(), file, "control");
+  std::vector<std::string> v;
+  ASSERT_TRUE(s.getNamesOrIds("a", v).isOk());
+  EXPECT_EQ(v, (std::vector<std::string>{"alice", "1001"}));
+  EXPECT_NE(s.getNamesOrIds("b", v).message().find(file + ":3: [control] b must be an array"),
+            std::string::npos);
+  EXPECT_NE(s.getNamesOrIds("c", v).message().find(":4: [control] c id -1 is out of range"),
+            std::string::npos);
+  EXPECT_NE(s.getNamesOrIds("d", v).message().find(":5: [control] d must be an array"),
+            std::string::npos);
+  EXPECT_NE(s.getNamesOrIds("e", v).message().find(":6: [control] e must be an array"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace tierfs::tools

@@ -1,6 +1,7 @@
 // The control protocol (common/control): every message round-trips, bad input is a named error,
 // and the socket server serves, refuses strangers and replaces only a dead daemon's socket.
 #include <fmt/format.h>
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -163,6 +164,45 @@ TEST_F(ControlServerTest, RefusesAUserWhoIsNeitherRootNorTheOwner) {
   auto mine = ask("root");  // root is let in
   ASSERT_OK(mine);
   EXPECT_TRUE(std::holds_alternative<StatusReply>(*mine));
+}
+
+// [control] allow_users and allow_groups: the socket becomes connectable by all (0666), and the
+// credentials decide: a listed uid, or a listed group among the peer's primary and supplementary
+// groups, is served; anyone else still gets PermissionDenied.
+TEST_F(ControlServerTest, LetsInOnlyTheUsersAndGroupsTheConfigNames) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to act as other users";
+  auto server = Server::start(
+      {.path = socketPath(), .owner = 4242, .allowUsers = {1001}, .allowGroups = {2002}},
+      [](const Request&, Connection& c) { (void)c.reply(StatusReply{}); });
+  ASSERT_OK(server);
+  struct stat st {};
+  ASSERT_EQ(::stat(socketPath().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0666u);
+  ASSERT_EQ(::chmod((dir_.path() / "run").c_str(), 0755), 0);
+  ASSERT_EQ(::chmod(dir_.path().c_str(), 0755), 0);
+  // Asks as uid/gid with the supplementary groups; 0: served, 1: refused, 2: other failure.
+  auto askAs = [&](uid_t uid, gid_t gid, std::vector<gid_t> groups) {
+    const pid_t child = ::fork();
+    if (child == 0) {
+      if (::setgroups(groups.size(), groups.data()) != 0 || ::setgid(gid) != 0 ||
+          ::setuid(uid) != 0) {
+        ::_exit(3);
+      }
+      auto reply = ask("x");
+      if (!reply) ::_exit(2);
+      if (std::holds_alternative<StatusReply>(*reply)) ::_exit(0);
+      const auto* e = std::get_if<ErrorReply>(&*reply);
+      ::_exit(e != nullptr && e->error.code() == StatusCode::kPermissionDenied ? 1 : 2);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 4;
+  };
+  EXPECT_EQ(askAs(1001, 1001, {}), 0) << "a listed user";
+  EXPECT_EQ(askAs(1002, 2002, {}), 0) << "a listed primary group";
+  EXPECT_EQ(askAs(1003, 1003, {5, 2002}), 0) << "a listed supplementary group";
+  EXPECT_EQ(askAs(1004, 1004, {5}), 1) << "neither";
+  EXPECT_EQ(askAs(65534, 65534, {}), 1) << "nobody";
 }
 
 TEST_F(ControlServerTest, ReplacesOnlyADeadDaemonsSocket) {

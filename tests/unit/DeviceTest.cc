@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cache/Device.h"
+#include "cache/FaultyDevice.h"
 #include "tests/support/Assertions.h"
 #include "tests/support/TempDir.h"
 
@@ -285,6 +286,20 @@ TEST_F(FileDeviceTest, CreatesAPreallocatedPrivateFile) {
   EXPECT_EQ(st.st_mode & 07777, 0600u);
 }
 
+// Whatever the umask, and whatever mode an existing cache file had: other users read nothing.
+TEST_F(FileDeviceTest, IsPrivateWhateverTheUmaskAndTightensAnOpenFile) {
+  const mode_t old = ::umask(0);
+  auto fresh = open("fresh", 4 * kMiB);
+  ::umask(old);
+  ASSERT_OK(fresh);
+  EXPECT_EQ(statOf("fresh").st_mode & 07777, 0600u);
+  std::ofstream(path("open")) << "old";
+  ASSERT_EQ(::chmod(path("open").c_str(), 0666), 0);
+  auto reopened = open("open", 4 * kMiB);
+  ASSERT_OK(reopened);
+  EXPECT_EQ(statOf("open").st_mode & 07777, 0600u);
+}
+
 TEST_F(FileDeviceTest, SizeIsRoundedDownToTheAlignment) {
   auto device = open("cache", 1 * kMiB + 100);
   ASSERT_OK(device);
@@ -518,6 +533,69 @@ TEST_F(FileDeviceTest, FileTruncatedBehindItsBackGivesAClearReadError) {
   // The read stopped short at the new end of the file, went on from there and found nothing.
   EXPECT_NE(s.message().find(fmt::format("at {}", end)), std::string::npos) << s.toString();
   EXPECT_TRUE(sameBytes(back.get(), data.get(), 512 * kKiB));
+}
+
+// The test-only fault layer (TIERFS_TEST_CACHE_FAULTS): its words, and what each does to the
+// calls that reach it, switched by rewriting the control file between calls.
+TEST(FaultyDeviceTest, ParsesItsWordsAndNamesABadOne) {
+  auto f = cache::parseDeviceFaults(" read/3\nwrite full flip/2 ");
+  ASSERT_OK(f);
+  EXPECT_EQ(f->readEvery, 3u);
+  EXPECT_EQ(f->writeEvery, 1u);
+  EXPECT_EQ(f->flipEvery, 2u);
+  EXPECT_TRUE(f->full);
+  auto none = cache::parseDeviceFaults("");
+  ASSERT_OK(none);
+  EXPECT_FALSE(none->any());
+  for (const char* bad : {"reads", "read/0", "read/x", "write/", "eio"}) {
+    auto r = cache::parseDeviceFaults(bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_NE(r.error().message().find(fmt::format("'{}'", bad)), std::string::npos)
+        << r.error().message();
+  }
+}
+
+TEST(FaultyDeviceTest, FailsFlipsAndFillsAsItsControlFileSays) {
+  TempDir dir;
+  const std::string control = (dir.path() / "faults").string();
+  auto* inner = new MemoryDevice(16 * kBlock);
+  auto device = cache::makeFaultyDevice(std::unique_ptr<Device>(inner), control);
+  const auto say = [&](const char* words) { std::ofstream(control) << words; };
+  Buffer data = alignedBuffer(kBlock);
+  fillRandom(data.get(), kBlock, 7);
+  Buffer back = alignedBuffer(kBlock);
+
+  ASSERT_OK(device->write(0, data.get(), kBlock));  // no control file: no faults
+  ASSERT_OK(device->read(0, back.get(), kBlock));
+  EXPECT_TRUE(sameBytes(data.get(), back.get(), kBlock));
+
+  say("read/2");
+  int failed = 0;
+  for (int i = 0; i < 6; ++i) failed += !device->read(0, back.get(), kBlock).isOk();
+  EXPECT_EQ(failed, 3);
+
+  say("write");
+  Status w = device->write(kBlock, data.get(), kBlock);
+  EXPECT_EQ(w.code(), StatusCode::kIoError);
+  EXPECT_NE(w.message().find("Input/output error"), std::string::npos) << w.message();
+  EXPECT_FALSE(device->flush().isOk());
+  ASSERT_OK(inner->read(kBlock, back.get(), kBlock));
+  EXPECT_FALSE(sameBytes(data.get(), back.get(), kBlock)) << "a failed write reached the device";
+
+  say("full");
+  w = device->write(kBlock, data.get(), kBlock);
+  EXPECT_NE(w.message().find("No space left on device"), std::string::npos) << w.message();
+
+  say("flip");
+  ASSERT_OK(device->read(0, back.get(), kBlock));
+  int differ = 0;
+  for (std::size_t i = 0; i < kBlock; ++i) differ += back[i] != data[i];
+  EXPECT_EQ(differ, 1);
+
+  say("bogus words");  // logged, no faults
+  ASSERT_OK(device->write(kBlock, data.get(), kBlock));
+  ASSERT_OK(device->read(kBlock, back.get(), kBlock));
+  EXPECT_TRUE(sameBytes(data.get(), back.get(), kBlock));
 }
 
 }  // namespace

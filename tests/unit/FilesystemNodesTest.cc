@@ -12,7 +12,7 @@
 namespace tierfs::testing {
 namespace {
 
-constexpr fs::FsOptions kFresh{.attrTimeout = Duration::zero()};  // sees other nodes at once
+const fs::FsOptions kFresh{.attrTimeout = Duration::zero()};  // sees other nodes at once
 
 class FilesystemNodesTest : public FilesystemTest {
  protected:

@@ -92,30 +92,126 @@ TEST_F(FilesystemGcTest, AnUnlinkedFileStillBeingWrittenLeavesNoChunks) {
   EXPECT_EQ(chunksSettleTo(inode.ino, {}), std::set<cache::ChunkKey>{});
 }
 
+// A failed upload fails the flush; the committed content stays as it was, the written bytes
+// are kept (this node still reads them), and the next flush uploads and commits them.
 TEST_F(FilesystemTest, FailedChunkWritesFailTheFlushAndLeaveTheCommittedContent) {
   const std::string data = randomBytes(2 * kChunk, 19);
   auto ino = writeFile(fsA(), kRootIno, "precious", data);
   ASSERT_OK(ino);
   faulty_->addRule(FaultRule{.op = FaultOp::kMutate, .oidPrefix = "c."});
   bool keep = false;
-  auto file = fsA().open(*ino, O_WRONLY, &keep);
+  auto file = fsA().open(*ino, O_RDWR, &keep);
   ASSERT_OK(file);
-  ASSERT_OK(writeAll(fsA(), **file, 0, randomBytes(2 * kChunk, 20)));  // buffered: no error yet
-  Status flushed = fsA().flush(**file);
-  EXPECT_FALSE(flushed.isOk());
-  EXPECT_EQ(errnoOf(flushed), EIO) << flushed.toString();
-  (void)fsA().release(std::move(*file));
-  faulty_->clearRules();
-
-  auto back = readFile(fsA(), *ino);
-  ASSERT_OK(back);
-  EXPECT_TRUE(*back == data);
+  const std::string written = randomBytes(2 * kChunk + 100, 20);
+  ASSERT_OK(writeAll(fsA(), **file, 0, written));  // buffered: no error yet
+  for (int attempt = 0; attempt < 2; ++attempt) {  // the bytes survive a failed retry too
+    Status flushed = fsA().flush(**file);
+    EXPECT_FALSE(flushed.isOk());
+    EXPECT_EQ(errnoOf(flushed), EIO) << flushed.toString();
+    EXPECT_EQ(errnoOf(fsA().fsync(**file)), EIO);
+  }
   auto other = startNode({});
   auto found = other->fs->lookup(kRootIno, "precious");
   ASSERT_OK(found);
   auto cold = readFile(*other->fs, found->ino);
   ASSERT_OK(cold);
-  EXPECT_TRUE(*cold == data);
+  EXPECT_TRUE(*cold == data);  // the committed content is untouched
+  auto mine = fsA().read(**file, 0, 4 * kChunk);
+  ASSERT_OK(mine);
+  EXPECT_TRUE(mine->toString() == written);  // nothing written was dropped
+
+  faulty_->clearRules();
+  ASSERT_OK(fsA().fsync(**file));
+  ASSERT_OK(fsA().release(std::move(*file)));
+  auto third = startNode({});
+  auto again = third->fs->lookup(kRootIno, "precious");
+  ASSERT_OK(again);
+  auto after = readFile(*third->fs, again->ino);
+  ASSERT_OK(after);
+  EXPECT_TRUE(*after == written);
+}
+
+// Writes beyond the dirty limit wait for uploads; when uploads fail they fail with EIO instead
+// of waiting for a store that does not answer, and no byte written before is lost.
+TEST_F(FilesystemTest, WritesOverTheDirtyLimitFailWhileUploadsFailAndLoseNothing) {
+  auto small = startNode({.dirtyLimitPerFile = 2 * kChunk});
+  auto created = small->fs->create(kRootIno, "big", 0644, O_CREAT | O_RDWR, {});
+  ASSERT_OK(created);
+  auto& file = *created->second;
+  faulty_->addRule(FaultRule{
+      .op = FaultOp::kMutate, .oidPrefix = "c.", .error = Status::timedOut("injected: no answer")});
+  std::string accepted;
+  Status failed;
+  for (int i = 0; i < 16 && failed.isOk(); ++i) {
+    const std::string part = randomBytes(kChunk, 40 + i);
+    auto n = small->fs->write(file, accepted.size(), part);
+    if (n) {
+      accepted += part;
+    } else {
+      failed = n.error();
+    }
+  }
+  EXPECT_EQ(errnoOf(failed), EIO) << "16 chunks written over a limit of 2 with failing uploads";
+  EXPECT_EQ(errnoOf(small->fs->fsync(file)), EIO);
+  faulty_->clearRules();
+  ASSERT_OK(small->fs->fsync(file));
+  ASSERT_OK(small->fs->release(std::move(created->second)));
+  auto other = startNode({});
+  auto found = other->fs->lookup(kRootIno, "big");
+  ASSERT_OK(found);
+  auto back = readFile(*other->fs, found->ino);
+  ASSERT_OK(back);
+  EXPECT_EQ(back->size(), accepted.size());
+  EXPECT_TRUE(*back == accepted);
+}
+
+// While the store does not answer, a file this node knows is still looked up, opened, stat'ed
+// and read from the cache; a name it does not know fails with EIO; statfs answers at once from
+// the last figures.
+TEST_F(FilesystemTest, KnownFilesStayReadableAndStatfsAnswersWhileTheStoreTimesOut) {
+  auto node = startNode(
+      {.attrTimeout = std::chrono::milliseconds(0), .probeInterval = std::chrono::milliseconds(0)});
+  const std::string data = randomBytes(3 * kChunk, 50);
+  auto ino = writeFile(*node->fs, kRootIno, "cached", data);
+  ASSERT_OK(ino);
+  auto warm = readFile(*node->fs, *ino);  // now in the node's chunk cache
+  ASSERT_OK(warm);
+  auto before = node->fs->statfs();
+  ASSERT_OK(before);
+  faulty_->addRule(FaultRule{.error = Status::timedOut("injected: no answer")});
+
+  const auto t0 = std::chrono::steady_clock::now();
+  auto looked = node->fs->lookup(kRootIno, "cached");
+  ASSERT_OK(looked);
+  EXPECT_EQ(looked->ino, *ino);
+  node->fs->forget(*ino, 1);
+  ASSERT_OK(node->fs->getattr(*ino));
+  auto back = readFile(*node->fs, *ino);
+  ASSERT_OK(back);
+  EXPECT_TRUE(*back == data);
+  EXPECT_EQ(errnoOf(node->fs->lookup(kRootIno, "unknown")), EIO);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // old enough to be renewed
+  for (int i = 0; i < 3; ++i) {
+    auto st = node->fs->statfs();
+    ASSERT_OK(st);
+    EXPECT_EQ(st->blocks, before->blocks);
+    EXPECT_EQ(st->files, before->files);
+  }
+  // The injected faults answer at once, so all of this took no back-end timeout.
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(6));
+
+  // The store answers again: a probe ends the hold, and another node's change is seen.
+  faulty_->clearRules();
+  const std::string newer = randomBytes(kChunk, 51);
+  ASSERT_OK(writeFile(fsA(), kRootIno, "cached", newer));
+  std::uint64_t size = 0;
+  for (int i = 0; i < 100 && size != newer.size(); ++i) {
+    auto attrs = node->fs->getattr(*ino);
+    ASSERT_OK(attrs);
+    size = attrs->size;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(size, newer.size()) << "the stale hold did not end once the store answered";
 }
 
 // The dentry update fails, or is applied but its reply is lost: the flush fails, the changes

@@ -407,7 +407,8 @@ TEST_F(FilesystemTest, ConcurrentWritesToOneFileAreAllKept) {
   const std::string data = randomBytes(kBlocks * kBlock, 22);
   auto created = fsA().create(kRootIno, "f", 0644, O_CREAT | O_RDWR, {});
   ASSERT_OK(created);
-  auto& [inode, file] = *created;
+  auto& [inode, handle] = *created;
+  auto& file = handle;  // a lambda cannot capture a structured binding (clang 14)
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {

@@ -462,13 +462,15 @@ enum class CrashPoint { kIntentOnly, kTargetAdded, kSourceRemoved };
 class InterruptedRenameTest : public FsckTest, public ::testing::WithParamInterface<CrashPoint> {
  protected:
   // Does what Filesystem::renameAcross does, up to `crash`: src/f -> dst/g.
-  void renameUntil(CrashPoint crash, const std::string& replaced = "") {
+  void renameUntil(CrashPoint crash, const std::string& replaced = "",
+                   const std::string& owner = "") {
     const std::string source = encoded(src_.ino, "f");
     Inode moved = *dentry(src_.ino, "f");
     moved.ctime = Timestamp::now();
     moved.ctime.sec += 1;
     const std::string movedEnc = encodeInode(moved);
-    RenameIntent intent{src_.ino, "f", dst_.ino, "g", movedEnc, replaced, Timestamp::now().sec};
+    RenameIntent intent{src_.ino, "f", dst_.ino, "g", movedEnc, replaced, Timestamp::now().sec,
+                        owner};
     auto id = volume_->newId();
     ASSERT_OK(id);
     key_ = fmt::format("{:016x}", *id);
@@ -542,6 +544,37 @@ TEST_P(InterruptedRenameTest, RecoveryRollsForwardOrBack) {
             forward ? IntentOutcome::Action::kRolledForward : IntentOutcome::Action::kRolledBack)
       << outcomes[0].detail;
   expectOnce(forward);
+  expectClean();
+}
+
+// A daemon restarted on the node where its predecessor died finishes that one's renames at once,
+// instead of serving the moved inode under both names until the intent is a minute old.
+TEST_P(InterruptedRenameTest, AYoungIntentWhoseDaemonIsGoneIsRecoveredAtOnce) {
+  const CrashPoint crash = GetParam();
+  renameUntil(crash, "", "pid=1234 start=5");
+  std::vector<IntentOutcome> outcomes;
+  auto alive = [](std::string_view) { return Liveness::kAlive; };
+  auto unknown = [](std::string_view) { return Liveness::kUnknown; };
+  for (auto liveness : {std::function<Liveness(std::string_view)>(alive), {unknown}}) {
+    outcomes.clear();
+    ASSERT_OK(recoverRenameIntents(*volume_, std::chrono::seconds(60), &outcomes,
+                                   {.ownerLiveness = liveness}));
+    ASSERT_EQ(outcomes.size(), 1u);
+    EXPECT_EQ(outcomes[0].action, IntentOutcome::Action::kRecent);
+  }
+  std::string asked;
+  auto gone = [&](std::string_view owner) {
+    asked = owner;
+    return Liveness::kGone;
+  };
+  outcomes.clear();
+  ASSERT_OK(
+      recoverRenameIntents(*volume_, std::chrono::seconds(60), &outcomes, {.ownerLiveness = gone}));
+  EXPECT_EQ(asked, "pid=1234 start=5");
+  ASSERT_EQ(outcomes.size(), 1u);
+  EXPECT_TRUE(outcomes[0].applied) << outcomes[0].detail;
+  EXPECT_NE(outcomes[0].detail.find("is gone"), std::string::npos) << outcomes[0].detail;
+  expectOnce(crash != CrashPoint::kIntentOnly);
   expectClean();
 }
 

@@ -278,6 +278,23 @@ TEST_F(IndexDbTest, ANewDatabaseIsCreatedPrivateAndNotWiped) {
   EXPECT_TRUE(all(*db).empty());
 }
 
+// Whatever the umask, and a directory left open (by hand, by an older tierfs) is closed.
+TEST_F(IndexDbTest, TheDirectoryIsPrivateWhateverTheUmaskAndAnOpenOneIsClosed) {
+  const mode_t old = ::umask(0);
+  auto db = open("volume-a");
+  ::umask(old);
+  ASSERT_TRUE(db);
+  struct stat st {};
+  ASSERT_EQ(::stat(dbDir().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  db.reset();
+  ASSERT_EQ(::chmod(dbDir().c_str(), 0755), 0);
+  auto again = open("volume-a");
+  ASSERT_TRUE(again);
+  ASSERT_EQ(::stat(dbDir().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+}
+
 TEST_F(IndexDbTest, RecordsComeBackInRegionOrder) {
   auto db = open();
   ASSERT_TRUE(db);

@@ -177,7 +177,8 @@ TEST(RegionCache, AFailedReadIsAMiss) {
 
 TEST(RegionCache, ADeviceThatKeepsFailingIsTakenOutOfService) {
   Cache c(4, RegionCacheOptions{.deviceErrorLimit = 3});
-  for (std::uint64_t i = 0; i < 5; ++i) ASSERT_TRUE(c.insertEventually(keyOf(i), bytesFor(keyOf(i), 5000)));
+  for (std::uint64_t i = 0; i < 5; ++i)
+    ASSERT_TRUE(c.insertEventually(keyOf(i), bytesFor(keyOf(i), 5000)));
   ASSERT_TRUE(c->flush().isOk());
   c.device().failReads(3);
   for (std::uint64_t i = 0; i < 3; ++i) EXPECT_FALSE(c->lookup(keyOf(i)));
@@ -190,7 +191,8 @@ TEST(RegionCache, ADeviceThatKeepsFailingIsTakenOutOfService) {
 
 TEST(RegionCache, FailuresWithSuccessesBetweenThemKeepADeviceInService) {
   Cache c(4, RegionCacheOptions{.deviceErrorLimit = 3});
-  for (std::uint64_t i = 0; i < 5; ++i) ASSERT_TRUE(c.insertEventually(keyOf(i), bytesFor(keyOf(i), 5000)));
+  for (std::uint64_t i = 0; i < 5; ++i)
+    ASSERT_TRUE(c.insertEventually(keyOf(i), bytesFor(keyOf(i), 5000)));
   ASSERT_TRUE(c->flush().isOk());
   for (std::uint64_t i = 0; i < 4; ++i) {
     c.device().failReads(1);
@@ -392,6 +394,25 @@ TEST(RegionCache, APartlyFilledRegionIsSealedWhenNothingIsInsertedForAWhile) {
   auto got = c->lookup(keyOf(1));
   ASSERT_TRUE(got);
   EXPECT_EQ(got->view(), bytesFor(keyOf(1), 5000));
+}
+
+// The sealer wakes every sealWhenIdle (at most 1 s); an insert just after a wake-up used to wait
+// for the second wake-up after it (up to twice sealWhenIdle), so a kill -9 1.5 s after the last
+// insert lost it.
+TEST(RegionCache, APartlyFilledRegionIsSealedSoonAfterItsIdleTime) {
+  // 900 ms: the fixture turns the default (1 s) off.
+  Cache c(8, RegionCacheOptions{.sealWhenIdle = std::chrono::milliseconds(900)});
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the sealer is in its wait
+  const auto inserted = std::chrono::steady_clock::now();
+  ASSERT_TRUE(c.insertEventually(keyOf(1), bytesFor(keyOf(1), 5000)));
+  while (c->stats().sealedRegions == 0 &&
+         std::chrono::steady_clock::now() - inserted < std::chrono::seconds(3)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const auto took = std::chrono::steady_clock::now() - inserted;
+  EXPECT_EQ(c->stats().sealedRegions, 1u);
+  EXPECT_LT(took, std::chrono::milliseconds(1300))  // before the fix: 1700 ms
+      << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
 }
 
 TEST(RegionCache, ALongRandomRunStaysWithinItsEntryLimitAndNeverReturnsGarbage) {

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <climits>
 #include <random>
 #include <string>
 #include <thread>
@@ -159,6 +161,40 @@ TEST_F(TreeCacheTest, BadPathsAreNamed) {
   auto root = trees_->measure({"."});
   ASSERT_OK(root);
   EXPECT_EQ(root->files, 8u);
+}
+
+// What a hostile or careless client may send: every path is taken below the mount's root, and
+// a request with one bad path does nothing at all.
+TEST_F(TreeCacheTest, HostilePathsAreRefusedAndDoNothing) {
+  ASSERT_OK(warm({"data"}));
+  // An absolute path is below the mount's root, never the host's.
+  auto etc = trees_->measure({"/etc/passwd"});
+  ASSERT_FALSE(etc);
+  EXPECT_EQ(etc.error().code(), StatusCode::kNotFound);
+  // A name longer than NAME_MAX: ENAMETOOLONG, saying so.
+  auto tooLong = trees_->measure({"data/" + std::string(256, 'x')});
+  ASSERT_FALSE(tooLong);
+  EXPECT_EQ(tooLong.error().toErrno(), ENAMETOOLONG);
+  EXPECT_NE(tooLong.error().message().find("256 bytes"), std::string::npos);
+  // One bad path among good ones: nothing is evicted.
+  auto evicted = trees_->evict({"data/a", "data/../../etc"});
+  ASSERT_FALSE(evicted);
+  auto left = trees_->measure({"data"});
+  ASSERT_OK(left);
+  EXPECT_EQ(left->cachedBytes, kA + kB);
+}
+
+TEST_F(TreeCacheTest, NamesAtNameMaxAndWithControlCharactersAreWarmed) {
+  const std::string longest(NAME_MAX, 'n');
+  const std::string odd = "tab\tnew\nline\x1b[31m\xff";
+  ASSERT_OK(writeFile(fsA(), dirs_["b"], longest, randomBytes(kChunk, 300)));
+  ASSERT_OK(writeFile(fsA(), dirs_["b"], odd, randomBytes(kChunk, 301)));
+  node_ = startNode({});
+  trees_ = std::make_unique<fs::TreeCache>(*node_->volume, *node_->cache);
+  auto warmed = warm({"data/b/" + longest, "data/b/" + odd});
+  ASSERT_OK(warmed);
+  EXPECT_EQ(warmed->done.cachedFiles, 2u);
+  EXPECT_TRUE(warmed->failures.empty());
 }
 
 // ---- hinted prefetch ----
