@@ -49,10 +49,10 @@ class InodeTable {
   // when `countLookup`. Refreshes the node's location and dentry.
   std::shared_ptr<Node> remember(Ino parent, const std::string& name, const Dentry& dentry,
                                  bool countLookup, Clock::time_point fetchedAt = Clock::now());
-  // Drops `n` kernel references; forgets the node when none are left and nothing is open.
   // The node known at (parent, name), not unlinked, with one more kernel lookup counted; null
-  // when there is none. Scans the table: for when the store cannot be asked.
+  // when there is none. Scans the table: for when the store cannot be asked (a stale hold).
   std::shared_ptr<Node> lookupKnown(Ino parent, const std::string& name);
+  // Drops `n` kernel references; forgets the node when none are left and nothing is open.
   void forget(Ino ino, std::uint64_t n);
   // Forgets the node if the kernel holds no references and no file is open.
   void releaseIfUnused(Ino ino);

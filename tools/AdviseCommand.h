@@ -1,9 +1,8 @@
 #pragma once
 
-#include <CLI/CLI.hpp>
-
 #include "cache/SizingAdvisor.h"
 #include "common/control/Protocol.h"
+#include "tools/CliApp.h"
 
 namespace tierfs::tools {
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include <CLI/CLI.hpp>
 #include <filesystem>
 
 #include "backends/Keyring.h"

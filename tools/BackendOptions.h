@@ -1,9 +1,9 @@
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <string>
 
 #include "backends/StoreFactory.h"
+#include "tools/CliApp.h"
 
 namespace tierfs::tools {
 

@@ -1,6 +1,6 @@
 #pragma once
 
-#include <CLI/CLI.hpp>
+#include "tools/CliApp.h"
 
 namespace tierfs::tools {
 

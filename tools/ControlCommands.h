@@ -1,10 +1,10 @@
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
 
 #include "common/control/Protocol.h"
+#include "tools/CliApp.h"
 
 namespace tierfs::tools {
 

@@ -1,6 +1,5 @@
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <memory>
 #include <optional>
 #include <string>
@@ -14,6 +13,7 @@
 #include "fs/Volume.h"
 #include "fs/fuse/FuseServer.h"
 #include "tools/BackendOptions.h"
+#include "tools/CliApp.h"
 
 namespace tierfs::tools {
 
