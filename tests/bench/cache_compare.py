@@ -21,7 +21,12 @@ grow.
 
 Usage: tests/bench/cache_compare.py [--files 10000] [--file-size 110K] [--readers 8]
          [--large 2] [--large-size 512M] [--rounds 3] [--memstore] [--osd-size 20G]
-         [--memory-cache] [--build build] [--data DIR]
+         [--memory-cache] [--read-only] [--timeout 1] [--build build] [--data DIR]
+
+--timeout sets the kernel's entry and attribute timeouts of both FUSE filesystems (tierfs's
+--attr-timeout and --entry-timeout). At the default 1 s the page-cache-warm epoch, which starts
+seconds after the names were looked up, sends a LOOKUP per file again; a dataset mount that
+nobody rewrites can keep names and attributes longer (ext4 needs no such round trip).
 """
 import argparse
 import json
@@ -56,10 +61,11 @@ METRICS = (
 class Passthrough:
     name = PASSTHROUGH
 
-    def __init__(self, binary, src, no_open=False):
+    def __init__(self, binary, src, no_open=False, timeout=1.0):
         self.binary, self.src, self.proc = binary, src, None
         # As tierfs --read-only: OPEN answered with ENOSYS, and a read-only mount.
         self.extra = ['--no-open', '-o', 'ro'] if no_open else []
+        self.extra += ['--timeout', f'{timeout:g}']
 
     def mount(self, mnt):
         self.proc = subprocess.Popen([self.binary, self.src, mnt, *self.extra])
@@ -163,6 +169,8 @@ def main():
     p.add_argument('--read-only', action='store_true',
                    help='mount tierfs --read-only (no OPEN/RELEASE round trips), and the '
                         'passthrough likewise (--no-open)')
+    p.add_argument('--timeout', type=float, default=1.0,
+                   help='kernel entry and attribute timeouts (s) of tierfs and the passthrough')
     p.add_argument('--build', default=os.path.join(ROOT, 'build'))
     p.add_argument('--data', help='dataset directory (kept; default under /tmp)')
     args = p.parse_args()
@@ -188,6 +196,7 @@ def main():
         extra = ['--cache-device', f'{device}={device_mib}M']
         if not args.memory_cache:
             extra += ['--cache-memory', '0']
+        extra += ['--attr-timeout', f'{args.timeout:g}s', '--entry-timeout', f'{args.timeout:g}s']
         tierfs = fc.Tierfs(tierfs_bin, env, 'cachebench', extra)
         tierfs.name = TIERFS
         tierfs.mkfs()
@@ -219,7 +228,7 @@ def main():
         log(f'after the fill: {json.dumps(filled)}')
         fc.settle()
 
-        filesystems = [tierfs, Passthrough(passthrough_bin, data, args.read_only), Ext4(data)]
+        filesystems = [tierfs, Passthrough(passthrough_bin, data, args.read_only, args.timeout), Ext4(data)]
         results = {fs.name: {} for fs in filesystems}
         stats_log = []
         for rnd in range(args.rounds):
@@ -264,7 +273,8 @@ def report(results, stats_log, filled, args, data_bytes, device_mib, index_bytes
     print(f'\n{args.files} files of ~{args.file_size >> 10} KiB, {args.readers} readers; '
           f'{args.large} x {args.large_size >> 20} MiB; dataset {data_bytes / 2**20:.0f} MiB; '
           f'cache device {device_mib} MiB, {memory}'
-          f'{", --read-only" if args.read_only else ""}; {store}; {args.rounds} rounds\n')
+          f'{", --read-only" if args.read_only else ""}; entry/attr timeouts {args.timeout:g} s; '
+          f'{store}; {args.rounds} rounds\n')
     names = (TIERFS, PASSTHROUGH, EXT4)
     print('| metric (median of rounds, range) | tierfs | passthrough | ext4 '
           '| tierfs / passthrough, by round | tierfs / ext4, by round |')

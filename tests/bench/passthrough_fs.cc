@@ -5,8 +5,8 @@
 // buffers rather than splices, a multi-threaded loop of up to 16 threads), so that the
 // difference between the two is tierfs's own work.
 //
-// Usage: passthrough_fs SRC MOUNTPOINT [--read-ahead-kb N] [--threads N] [--no-open] [-d]
-//                       [-o OPTIONS]
+// Usage: passthrough_fs SRC MOUNTPOINT [--read-ahead-kb N] [--threads N] [--no-open]
+//                       [--timeout SECONDS] [-d] [-o OPTIONS]
 // Stays in the foreground; ends on `fusermount3 -u MOUNTPOINT`, SIGINT, SIGTERM or SIGHUP.
 //
 // Each inode looked up keeps an O_PATH descriptor (as libfuse's passthrough_ll): 10,000 files
@@ -43,7 +43,7 @@
 namespace {
 
 constexpr unsigned kMaxRead = 1 << 20;
-constexpr double kTimeout = 1.0;  // entry and attribute timeouts, as tierfs's defaults
+double timeout = 1.0;  // entry and attribute timeouts (--timeout), 1 s as tierfs's defaults
 
 struct Inode {
   int fd = -1;  // O_PATH
@@ -75,8 +75,8 @@ std::string procPath(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
 
 int doLookup(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_entry_param* e) {
   *e = fuse_entry_param{};
-  e->attr_timeout = kTimeout;
-  e->entry_timeout = kTimeout;
+  e->attr_timeout = timeout;
+  e->entry_timeout = timeout;
   int fd = openat(inodeOf(req, parent).fd, name, O_PATH | O_NOFOLLOW);
   if (fd < 0) return errno;
   if (fstatat(fd, "", &e->attr, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0) {
@@ -149,7 +149,7 @@ void opGetattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
   if (fstatat(inodeOf(req, ino).fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0) {
     return (void)fuse_reply_err(req, errno);
   }
-  fuse_reply_attr(req, &st, kTimeout);
+  fuse_reply_attr(req, &st, timeout);
 }
 
 bool noOpen = false;  // --no-open: as a tierfs --read-only mount
@@ -307,7 +307,7 @@ void raiseReadAhead(std::string mountpoint, unsigned kb) {
 int usage() {
   std::fprintf(stderr,
                "usage: passthrough_fs SRC MOUNTPOINT [--read-ahead-kb N] [--threads N] [--no-open] "
-               "[-d] [-o OPTIONS]\n");
+               "[--timeout SECONDS] [-d] [-o OPTIONS]\n");
   return 2;
 }
 
@@ -328,6 +328,8 @@ int main(int argc, char** argv) {
       threads = static_cast<unsigned>(std::strtoul(argv[++i], nullptr, 10));
     } else if (a == "--no-open") {
       noOpen = true;
+    } else if (a == "--timeout" && i + 1 < argc) {
+      timeout = std::strtod(argv[++i], nullptr);
     } else if (a == "-o" && i + 1 < argc) {
       options += std::string(",") + argv[++i];
     } else if (a == "-d") {
