@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "backends/SyncStore.h"
 
@@ -74,7 +75,7 @@ Result<Bytes> DataReader::read(Ino ino, const std::vector<Extent>& extents, std:
 Result<Bytes> DataReader::readPiece(Ino ino, const PieceRange& p) const {
   cache::ChunkKey key{ino, p.id.version, p.id.piece};
   if (auto failed = recentFailure(key)) return failure(*failed);
-  auto chunk = cache_.readWaiting(key);
+  auto chunk = fetch(key);
   if (!chunk) {
     noteFailure(key, chunk.error());
     return failure(chunk.error().withContext("reading " + key.objectName()));
@@ -82,6 +83,33 @@ Result<Bytes> DataReader::readPiece(Ino ino, const PieceRange& p) const {
   TIERFS_RETURN_IF_ERROR(checkLength(key, *chunk, p));
   if (advisor_) noteAccess(ino, key, chunk->size());
   return chunk->slice(p.pieceOffset, p.length);
+}
+
+Result<Bytes> DataReader::fetch(const cache::ChunkKey& key) const {
+  if (!backendDown_ || cache_.holds(key) || !backendDown_()) return cache_.readWaiting(key);
+  return fetchBounded(key);
+}
+
+Result<Bytes> DataReader::fetchBounded(const cache::ChunkKey& key) const {
+  struct Awaited {  // shared with the callback, which may come after this call has returned
+    std::mutex mu;
+    std::condition_variable answered;
+    std::optional<Result<Bytes>> result;
+  };
+  auto awaited = std::make_shared<Awaited>();
+  cache_.read(key, [awaited](Result<Bytes> chunk) {
+    std::lock_guard lock(awaited->mu);
+    awaited->result = std::move(chunk);
+    awaited->answered.notify_all();
+  });
+  std::unique_lock lock(awaited->mu);
+  if (awaited->answered.wait_for(lock, kDownFetchWait,
+                                 [&] { return awaited->result.has_value(); })) {
+    return std::move(*awaited->result);
+  }
+  return failure(Status::unavailable(
+      fmt::format("the back end is not answering: no reply within {} ms while it is down",
+                  std::chrono::duration_cast<std::chrono::milliseconds>(kDownFetchWait).count())));
 }
 
 // The size recorded is the chunk's raw (decoded) bytes: what the memory cache counts.

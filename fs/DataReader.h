@@ -49,11 +49,23 @@ class DataReader {
     datasetOf_ = std::move(datasetOf);
   }
 
+  // While `backendDown` says the back end is not answering (the filesystem's stale hold), a
+  // demand read of a chunk this node does not hold waits kDownFetchWait for it, not a whole
+  // back-end timeout: the reader has already waited one for the call that found the back end
+  // down. The fetch goes on in the background and is cached if it comes; an object the back end
+  // still serves (a partial outage) answers long before. Call before the first read.
+  static constexpr Duration kDownFetchWait = std::chrono::seconds(1);
+  void boundFetchesWhile(std::function<bool()> backendDown) {
+    backendDown_ = std::move(backendDown);
+  }
+
  private:
   Status gatherInto(Ino ino, const std::vector<Extent>& extents, std::uint64_t offset,
                     std::string& out, bool demand) const;
   void noteAccess(Ino ino, const cache::ChunkKey& key, std::uint64_t bytes) const;
   Result<Bytes> readPiece(Ino ino, const PieceRange& piece) const;
+  Result<Bytes> fetch(const cache::ChunkKey& key) const;
+  Result<Bytes> fetchBounded(const cache::ChunkKey& key) const;
   static Status checkLength(const cache::ChunkKey& key, const Bytes& chunk,
                             const PieceRange& piece);
 
@@ -72,6 +84,7 @@ class DataReader {
   ChunkMap map_;
   cache::SizingAdvisor* advisor_ = nullptr;  // not owned; null: accesses are not recorded
   DatasetFn datasetOf_;
+  std::function<bool()> backendDown_;  // null: fetches are bounded by the store's deadline only
 };
 
 }  // namespace tierfs::fs

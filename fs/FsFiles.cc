@@ -32,6 +32,7 @@ Filesystem::Filesystem(Volume& volume, cache::ChunkCache& cache, FsOptions optio
   auto n = nodes_.remember(0, std::string(kRootKey), d, true);
   std::lock_guard lock(n->mu);
   if (!root || !*root) n->fetchedAt = {};  // read again on first use
+  reader_.boundFetchesWhile([this] { return inStaleHold(); });
   if (options_.advisor) {
     reader_.recordAccesses(options_.advisor, [this](Ino ino) { return datasetOf(ino); });
   }
@@ -59,7 +60,8 @@ std::shared_ptr<FileWriter> Filesystem::writerFor(Node& n) {
   std::lock_guard lock(n.mu);
   if (!n.writer) {
     n.writer = std::make_shared<FileWriter>(
-        WriterContext{volume_, cache_, reader_, options_.dirtyLimitPerFile, &unflushedBytes_}, n.dentry.inode);
+        WriterContext{volume_, cache_, reader_, options_.dirtyLimitPerFile, &unflushedBytes_},
+        n.dentry.inode);
   }
   return n.writer;
 }

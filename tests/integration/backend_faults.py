@@ -183,12 +183,11 @@ def outage(mnt, cluster, name, how, timeout, margin, expect):
             read.__name__ = f'read of uncached {n}'
             return timed(read, hang)
         # Two rounds: the first right after the daemon went down, the second once the daemon
-        # knows the back end is not answering. A read waits one timeout for its chunk, and may
-        # wait one more before it: a lookup or revalidation not yet covered by the stale hold
-        # (a name the daemon does not know always asks the store). Measured worst: 2 timeouts
-        # in most runs, 3 once; asserted: 2 timeouts + the margin.
-        for rnd, names, allowed in (('first', cold[:2], 2 * timeout + margin),
-                                    ('later', cold[2:], 2 * timeout + margin)):
+        # knows the back end is not answering. A read waits one timeout at most: the first of its
+        # calls that gets no answer starts the daemon's stale hold, after which names it knows are
+        # served without asking the store and its chunk fetch is waited for
+        # DataReader::kDownFetchWait, not a whole timeout (the margin covers that second).
+        for rnd, names in (('first', cold[:2]), ('later', cold[2:])):
             with concurrent.futures.ThreadPoolExecutor(len(names)) as pool:
                 results = list(pool.map(read_cold, names))
             worst_read = max(t for t, _ in results)
@@ -204,8 +203,8 @@ def outage(mnt, cluster, name, how, timeout, margin, expect):
             print(f'{tag}: uncached reads ({rnd}): {"/".join(outcomes)}, '
                   f'worst {worst_read:.2f} s', flush=True)
             figure(f'{tag}_uncached_read_{rnd}_worst', worst_read)
-            if worst_read > allowed:
-                fail(f'{tag}: an uncached read took {worst_read:.2f} s > {allowed} s')
+            if worst_read > limit:
+                fail(f'{tag}: an uncached read took {worst_read:.2f} s > {limit} s')
 
         # fsync of 3 MiB written while down.
         second = os.urandom(3 << 20)

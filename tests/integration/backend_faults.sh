@@ -19,7 +19,9 @@ deploy=$(cd "$here/../../deploy/dev-cluster" && pwd)
 # shellcheck source=mount_lib.sh
 source "$here/mount_lib.sh"
 timeout_s=${BACKEND_FAULTS_TIMEOUT:-4} # backend.timeout of the mount, in seconds
-margin_s=5                             # what an EIO may take beyond it, for the assertion
+# What an EIO may take beyond it, for the assertion: a read that found the back end down waits
+# DataReader::kDownFetchWait (1 s) for its chunk, plus a second for a loaded machine.
+margin_s=2
 faults=(python3 "$here/backend_faults.py")
 
 setup_mount_test

@@ -214,6 +214,37 @@ TEST_F(FilesystemTest, KnownFilesStayReadableAndStatfsAnswersWhileTheStoreTimesO
   EXPECT_EQ(size, newer.size()) << "the stale hold did not end once the store answered";
 }
 
+// Once the store has been found not answering (a stale hold), a read of a chunk this node does
+// not hold waits DataReader::kDownFetchWait for it, not the store's whole timeout (30 s here): a
+// reader waits one back-end timeout in all, not one for its lookup and another for its data.
+TEST_F(FilesystemTest, AnUncachedReadDuringAStaleHoldDoesNotWaitAWholeTimeout) {
+  auto node = startNode(
+      {.attrTimeout = std::chrono::milliseconds(0), .probeInterval = std::chrono::seconds(60)});
+  const std::string data = randomBytes(kChunk, 52);
+  auto ino = writeFile(fsA(), kRootIno, "cold", data);  // written by another node: not cached
+  ASSERT_OK(ino);
+  auto known = node->fs->lookup(kRootIno, "cold");
+  ASSERT_OK(known);
+  ASSERT_GT(store_->defaultTimeout(), 3 * fs::DataReader::kDownFetchWait);
+  // Chunk reads hang; every other call (revalidations, the hold's probes) times out at once.
+  faulty_->addRule(FaultRule{.op = backends::StoreOp::kRead, .action = FaultAction::kHang});
+  faulty_->addRule(FaultRule{.error = Status::timedOut("injected: no answer")});
+
+  ASSERT_OK(node->fs->getattr(*ino));  // its revalidation times out: the stale hold begins
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(errnoOf(readFile(*node->fs, *ino)), EIO);
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_GE(waited, fs::DataReader::kDownFetchWait);
+  EXPECT_LT(waited, 2 * fs::DataReader::kDownFetchWait);
+
+  // The store answers again: the hold ends at the next probe, and the file reads whole.
+  faulty_->clearRules();
+  faulty_->releaseHung();
+  auto back = readFile(fsA(), *ino);
+  ASSERT_OK(back);
+  EXPECT_TRUE(*back == data);
+}
+
 // The dentry update fails, or is applied but its reply is lost: the flush fails, the changes
 // stay unflushed, and the next flush commits them.
 TEST_F(FilesystemTest, AFailedCommitIsRetriedByTheNextFlush) {
