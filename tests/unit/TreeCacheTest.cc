@@ -377,8 +377,8 @@ TEST_F(DatasetSweepTest, FilesOpenedOutOfOrderAcrossSubdirectoriesSweepTheTree) 
   open("b", {0});
   open("a", {2});
   open("b", {1});
-  sweeper_->fs->sweepStats();  // (the sweep runs on its own thread)
-  for (int i = 0; i < 500 && cachedHere("data").cachedFiles < 7; ++i) {
+  // The sweep runs on its own thread: wait until it has cached all 8 files (or 5 s pass).
+  for (int i = 0; i < 500 && cachedHere("data").cachedFiles < 8; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_EQ(cachedHere("data"), (control::TreeCounts{8, kA + kB, 8, kA + kB}));
