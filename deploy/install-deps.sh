@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything tierfs needs to build, test and run a local Ceph cluster, from Debian's
-# archive. Idempotent: installs only what is missing, and runs `apt-get update` only when a
+# archive; with --bench also the peers tests/bench/compare.sh measures tierfs against. Idempotent: installs only what is missing, and runs `apt-get update` only when a
 # package cannot be found in the current lists. Run as root (or through sudo).
 set -euo pipefail
 
@@ -19,6 +19,13 @@ packages=(
   # fuzzing (tests/fuzz, docs/FUZZING.md): libFuzzer and the sanitizers' runtimes
   clang libclang-rt-14-dev
 )
+if [[ ${1:-} == --bench ]]; then
+  # tests/bench/compare.sh: the S3 gateway, the S3 filesystems, the readers' hash, the chart
+  packages+=(radosgw s3fs rclone curl python3-xxhash python3-matplotlib)
+elif [[ $# -gt 0 ]]; then
+  echo "usage: $0 [--bench]" >&2
+  exit 2
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -18,6 +18,10 @@ readonly FS_NAME="cephfs"                # --mds: the CephFS, its pools and user
 readonly FS_META_POOL="cephfs_metadata"
 readonly FS_DATA_POOL="cephfs_data"
 readonly FS_USER="client.fs"
+readonly RGW_ID="a"                      # --rgw: the radosgw, its S3 user and bucket
+readonly RGW_USER="client.rgw.$RGW_ID"
+readonly S3_UID="bench"
+readonly S3_BUCKET="bench"
 readonly PG_NUM=8
 readonly DEADLINE_SECS=120               # overall budget until usable
 
@@ -47,6 +51,10 @@ Options:
                     (pools cephfs_metadata + cephfs_data, size per
                     --pool-size) with user client.fs; mount it with
                     cephfs-mount.sh DIR MOUNTPOINT
+  --rgw             also start a radosgw (S3, beast frontend on a free
+                    127.0.0.1 port) with S3 user "bench" and bucket
+                    "bench" (keys in DIR/client.env); mount the bucket with
+                    s3-mount.sh --s3fs|--rclone DIR MOUNTPOINT ...
   --force           DIR holds a *stopped* cluster made by this script:
                     delete it and start afresh
   -h, --help        show this help
@@ -75,6 +83,7 @@ OBJECTSTORE=memstore
 OSD_SIZE=8G
 WITH_MGR=0
 WITH_MDS=0
+WITH_RGW=0
 FORCE=0
 DIR=""
 
@@ -90,6 +99,7 @@ while [[ $# -gt 0 ]]; do
         --osd-size)   need_value "$@"; OSD_SIZE="$2"; shift 2 ;;
         --mgr)        WITH_MGR=1; shift ;;
         --mds)        WITH_MDS=1; shift ;;
+        --rgw)        WITH_RGW=1; shift ;;
         --force)      FORCE=1; shift ;;
         -h|--help)    usage; exit 0 ;;
         --)           shift; break ;;
@@ -110,6 +120,9 @@ fi
 [[ "$POOL" =~ ^[A-Za-z0-9_.-]+$ ]] || usage_error "--pool name must match [A-Za-z0-9_.-]+, got '$POOL'"
 if (( WITH_MDS )) && [[ "$POOL" == "$FS_META_POOL" || "$POOL" == "$FS_DATA_POOL" ]]; then
     usage_error "--pool $POOL clashes with the CephFS pools of --mds ($FS_META_POOL, $FS_DATA_POOL)"
+fi
+if (( WITH_RGW )) && [[ "$POOL" == .rgw.root || "$POOL" == default.rgw.* ]]; then
+    usage_error "--pool $POOL clashes with the pools radosgw creates (.rgw.root, default.rgw.*)"
 fi
 [[ "$OSD_SIZE" =~ ^[1-9][0-9]*[KMGT]?$ ]] || usage_error "--osd-size must look like 8G / 512M / bytes, got '$OSD_SIZE'"
 
@@ -136,6 +149,8 @@ readonly ADMIN_KEYRING="$DIR/client.admin.keyring"
 readonly CLIENT_KEYRING="$DIR/$CLIENT_USER.keyring"
 readonly MON_KEYRING="$DIR/mon.keyring"
 readonly FS_KEYRING="$DIR/$FS_USER.keyring"
+readonly RGW_KEYRING="$DIR/data/rgw.$RGW_ID/keyring"
+readonly RGW_PIDFILE="$DIR/run/rgw.$RGW_ID.pid"
 
 # ------------------------------------------------------- liveness (as stop.sh)
 
@@ -147,7 +162,7 @@ daemon_alive() {
     [[ "$pid" =~ ^[0-9]+$ ]] || return 1
     mapfile -d "" -t argv 2>/dev/null < "/proc/$pid/cmdline" || return 1
     [[ ${#argv[@]} -gt 0 ]] || return 1
-    case "${argv[0]##*/}" in ceph-mon|ceph-osd|ceph-mgr|ceph-mds|ceph-fuse) ;; *) return 1 ;; esac
+    case "${argv[0]##*/}" in ceph-mon|ceph-osd|ceph-mgr|ceph-mds|ceph-fuse|radosgw) ;; *) return 1 ;; esac
     local a
     for a in "${argv[@]}"; do
         [[ "$prev" == "-c" && "$a" == "$CONF" ]] && return 0
@@ -224,7 +239,7 @@ SUCCEEDED=0
 show_logs() {
     local f
     shopt -s nullglob
-    for f in "$DIR"/log/{mon,osd,mgr,mds}.*.log; do
+    for f in "$DIR"/log/{mon,osd,mgr,mds,rgw}.*.log; do
         [[ -s "$f" ]] || continue
         echo "----- tail of $f" >&2
         tail -n 15 -- "$f" >&2
@@ -350,6 +365,25 @@ keyring = $ADMIN_KEYRING
 [$CLIENT_USER]
 keyring = $CLIENT_KEYRING
 EOF
+    if (( WITH_RGW )); then
+        cat >> "$CONF" <<EOF
+
+# --rgw. radosgw creates its pools as it needs them, $PG_NUM PGs each:
+# .rgw.root and default.rgw.{log,control,meta} at start, default.rgw.buckets.{index,data}
+# with the first bucket and object, default.rgw.buckets.non-ec with the first multipart
+# upload. With pool $POOL, the CephFS pools (--mds) and the mgr's device_health_metrics
+# (1 PG) that makes at most $(( 10 * PG_NUM + 1 )) PGs; a pool's size is at most the number of OSDs,
+# so no OSD holds more than $(( 10 * PG_NUM + 1 )) PG replicas: below mon_max_pg_per_osd (250).
+[$RGW_USER]
+keyring = $RGW_KEYRING
+# beast takes endpoint=ADDR:PORT; port=PORT would listen on every address.
+rgw_frontends = beast endpoint=127.0.0.1:$RGW_PORT
+rgw_data = $DIR/data/rgw.$RGW_ID
+log_file = $DIR/log/rgw.$RGW_ID.log
+pid_file = $RGW_PIDFILE
+admin_socket = $DIR/run/rgw.$RGW_ID.asok
+EOF
+    fi
     (( WITH_MDS )) || return 0
     cat >> "$CONF" <<EOF
 
@@ -393,9 +427,17 @@ make_keyrings() {
             ceph-authtool "$MON_KEYRING" --import-keyring "$FS_KEYRING"
             ceph-authtool "$MON_KEYRING" --import-keyring "$DIR/data/mds.$MDS_ID/keyring"
         fi
+        if (( WITH_RGW )); then
+            # mon 'allow rw': radosgw creates its own pools.
+            mkdir -p "$DIR/data/rgw.$RGW_ID"
+            ceph-authtool "$RGW_KEYRING" --create-keyring --gen-key -n "$RGW_USER" \
+                --cap mon 'allow rw' --cap osd 'allow rwx'
+            ceph-authtool "$MON_KEYRING" --import-keyring "$RGW_KEYRING"
+        fi
     } >"$DIR/log/keyrings.log"
     chmod 600 "$MON_KEYRING" "$ADMIN_KEYRING" "$CLIENT_KEYRING"
     (( ! WITH_MDS )) || chmod 600 "$FS_KEYRING" "$DIR/data/mds.$MDS_ID/keyring"
+    (( ! WITH_RGW )) || chmod 600 "$RGW_KEYRING"
 }
 
 start_mon() {
@@ -500,6 +542,76 @@ start_mgr() {
     start_daemon "mgr.$MGR_ID" ceph-mgr -i "$MGR_ID" || die "ceph-mgr failed to start (or timed out)"
 }
 
+# radosgw forks into the background at once (its foreground part returns in
+# ~0.1 s), then creates its pools and starts listening once they are
+# usable. It is started once the OSDs serve I/O (in parallel with the MDS
+# becoming active): started with the OSDs, while they were still booting, it
+# answered ~5 s after them, instead of ~2 s. wait_rgw waits until the S3
+# endpoint answers HTTP.
+start_rgw() {
+    start_daemon "rgw.$RGW_ID" radosgw -n "$RGW_USER" \
+        || die "radosgw failed to start (or timed out); see $DIR/log/rgw.$RGW_ID.startup.log"
+}
+
+# Any HTTP status will do (an anonymous GET / is answered 200 with an empty
+# bucket list); 000 means no answer.
+rgw_answers() {
+    local code
+    code="$(curl -s --noproxy '*' -o /dev/null -w '%{http_code}' --max-time "$(budget 5)" "$S3_ENDPOINT/" 2>/dev/null)" || true
+    [[ "$code" =~ ^[1-5][0-9][0-9]$ ]]
+}
+
+wait_rgw() {
+    local seen=0 t_start
+    t_start=$(remaining)
+    while ! rgw_answers; do
+        # The pid file appears just after the fork and goes when radosgw
+        # exits (it gives up if it cannot set up its pools).
+        if daemon_alive "$RGW_PIDFILE"; then
+            seen=1
+        elif (( seen || t_start - $(remaining) > 15 )); then
+            die "radosgw is not running; see $DIR/log/rgw.$RGW_ID.log"
+        fi
+        (( $(remaining) > 0 )) || die "timed out after ${DEADLINE_SECS}s waiting for radosgw to answer on $S3_ENDPOINT"
+        sleep 0.25
+    done
+}
+
+# S3 request signed as the S3 user (SigV4 by curl; radosgw wants the payload
+# hash header, which curl does not send). The credentials go to curl on
+# stdin, not on its command line. Prints the HTTP status; the body goes to
+# DIR/tmp/s3.out.
+s3_request() {
+    printf 'user = "%s:%s"\n' "$S3_ACCESS_KEY" "$S3_SECRET_KEY" |
+        curl -s --noproxy '*' -K - --max-time "$(budget 10)" --aws-sigv4 "aws:amz:us-east-1:s3" \
+            -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' -o "$DIR/tmp/s3.out" -w '%{http_code}' "$@"
+}
+
+# The S3 user (keys generated by radosgw-admin), its bucket, and one object
+# written, read back and deleted through the gateway.
+setup_s3() {
+    local keys code probe="$DIR/tmp/probe.in"
+    timeout "$(budget 30)" radosgw-admin -c "$CONF" -n client.admin user create --uid "$S3_UID" \
+        --display-name "tierfs dev-cluster S3 user" >"$DIR/tmp/s3-user.json" 2>"$DIR/log/radosgw-admin.log" \
+        || die "could not create the S3 user $S3_UID (radosgw-admin user create); see $DIR/log/radosgw-admin.log"
+    keys="$(/usr/bin/python3 -c 'import json, sys
+k = json.load(open(sys.argv[1]))["keys"][0]
+print(k["access_key"], k["secret_key"])' "$DIR/tmp/s3-user.json")" || die "no S3 keys in the output of radosgw-admin user create"
+    rm -f "$DIR/tmp/s3-user.json"
+    read -r S3_ACCESS_KEY S3_SECRET_KEY <<<"$keys"
+    code="$(s3_request -X PUT "$S3_ENDPOINT/$S3_BUCKET")" || true
+    [[ "$code" == 200 ]] || die "could not create the bucket $S3_BUCKET (HTTP $code: $(head -c 300 "$DIR/tmp/s3.out" 2>/dev/null))"
+    head -c 4096 /dev/urandom > "$probe"
+    code="$(s3_request -T "$probe" "$S3_ENDPOINT/$S3_BUCKET/start-probe")" || true
+    [[ "$code" == 200 ]] || die "could not write an object to bucket $S3_BUCKET (HTTP $code)"
+    code="$(s3_request "$S3_ENDPOINT/$S3_BUCKET/start-probe")" || true
+    { [[ "$code" == 200 ]] && cmp -s "$probe" "$DIR/tmp/s3.out"; } \
+        || die "could not read back the object written to bucket $S3_BUCKET (HTTP $code)"
+    code="$(s3_request -X DELETE "$S3_ENDPOINT/$S3_BUCKET/start-probe")" || true
+    [[ "$code" == 204 ]] || die "could not delete the probe object in bucket $S3_BUCKET (HTTP $code)"
+    rm -f "$probe" "$DIR/tmp/s3.out"
+}
+
 all_osds_up() {
     ceph_admin osd stat -f json 2>/dev/null | grep -q "\"num_up_osds\":$OSDS,"
 }
@@ -520,13 +632,23 @@ TIERFS_CEPH_USER=$CLIENT_USER
 TIERFS_CEPH_POOL=$POOL
 TIERFS_CEPH_ADMIN_KEYRING=$ADMIN_KEYRING
 EOF
-    (( WITH_MDS )) || return 0
-    cat >> "$DIR/client.env" <<EOF
+    if (( WITH_MDS )); then
+        cat >> "$DIR/client.env" <<EOF
 TIERFS_CEPHFS_NAME=$FS_NAME
 TIERFS_CEPHFS_USER=$FS_USER
 TIERFS_CEPHFS_KEYRING=$FS_KEYRING
 TIERFS_CEPHFS_METADATA_POOL=$FS_META_POOL
 TIERFS_CEPHFS_DATA_POOL=$FS_DATA_POOL
+EOF
+    fi
+    (( WITH_RGW )) || return 0
+    # It now holds a secret, like the keyrings.
+    chmod 600 "$DIR/client.env"
+    cat >> "$DIR/client.env" <<EOF
+TIERFS_S3_ENDPOINT=$S3_ENDPOINT
+TIERFS_S3_ACCESS_KEY=$S3_ACCESS_KEY
+TIERFS_S3_SECRET_KEY=$S3_SECRET_KEY
+TIERFS_S3_BUCKET=$S3_BUCKET
 EOF
 }
 
@@ -537,10 +659,17 @@ check_dir_is_fresh
 mkdir -p "$DIR"/{data,log,run,crash,tmp}
 touch "$DIR/$MARKER"
 
-read -r PORT_V2 PORT_V1 < <(free_ports 2)
+RGW_PORT=""
+if (( WITH_RGW )); then
+    read -r PORT_V2 PORT_V1 RGW_PORT < <(free_ports 3)
+else
+    read -r PORT_V2 PORT_V1 < <(free_ports 2)
+fi
+S3_ENDPOINT="http://127.0.0.1:$RGW_PORT"
+S3_ACCESS_KEY="" S3_SECRET_KEY=""
 FSID="$(uuidgen)"
 log "cluster $FSID in $DIR: mon on 127.0.0.1:$PORT_V2 (v2) / $PORT_V1 (v1)," \
-    "$OSDS $OBJECTSTORE OSD(s), pool '$POOL' size $POOL_SIZE$( (( WITH_MGR )) && echo ', mgr')$( (( WITH_MDS )) && echo ', mds')"
+    "$OSDS $OBJECTSTORE OSD(s), pool '$POOL' size $POOL_SIZE$( (( WITH_MGR )) && echo ', mgr')$( (( WITH_MDS )) && echo ', mds')$( (( WITH_RGW )) && echo ", rgw on $S3_ENDPOINT")"
 write_conf "$FSID" "$PORT_V2" "$PORT_V1"
 make_keyrings
 
@@ -577,9 +706,16 @@ head -c 4096 /dev/urandom > "$DIR/tmp/probe.in"
 wait_for "a rados write+read as $CLIENT_USER on pool '$POOL'" rados_roundtrip
 timeout 10 rados -c "$CONF" -n "$CLIENT_USER" -p "$POOL" rm start-probe >/dev/null 2>&1 || true
 rm -f "$DIR/tmp/probe.in" "$DIR/tmp/probe.out"
+(( ! WITH_RGW )) || start_rgw
 if (( WITH_MDS )); then
     wait_for "mds.$MDS_ID to become active for '$FS_NAME'" mds_active
     log "mds.$MDS_ID active"
+fi
+if (( WITH_RGW )); then
+    wait_rgw
+    log "rgw.$RGW_ID answers on $S3_ENDPOINT"
+    setup_s3
+    log "S3 user '$S3_UID' and bucket '$S3_BUCKET' created"
 fi
 
 write_client_env
@@ -592,4 +728,5 @@ cat <<EOF
   ceph -c $CONF -s
 EOF
 (( ! WITH_MDS )) || echo "  mount CephFS: $SCRIPT_DIR/cephfs-mount.sh $DIR MOUNTPOINT"
+(( ! WITH_RGW )) || echo "  mount S3:     $SCRIPT_DIR/s3-mount.sh --s3fs|--rclone $DIR MOUNTPOINT --cache-dir CDIR --cache-size SIZE"
 echo "  stop: $SCRIPT_DIR/stop.sh $DIR"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Stop a cluster started by start.sh DIR. Idempotent: exits 0 when nothing is
 # running or DIR does not exist. Only signals processes whose pid file is in
-# DIR/run AND whose /proc/PID/cmdline shows a ceph daemon started with
-# DIR/ceph.conf, so a stale pid file pointing at a reused pid kills nothing.
+# DIR/run AND whose /proc/PID/cmdline shows a ceph daemon (or radosgw) started
+# with DIR/ceph.conf, so a stale pid file pointing at a reused pid kills nothing.
 #
 # Usage: stop.sh [--purge] DIR
 set -euo pipefail
@@ -19,9 +19,10 @@ usage() {
     cat <<'EOF'
 Usage: stop.sh [--purge] DIR
 
-Unmount the CephFS mounts made by cephfs-mount.sh DIR, then stop the Ceph
-daemons of the cluster in DIR (MDS first, then OSDs and mgr, then the mon):
-SIGTERM, wait, then SIGKILL. Exit 0 if nothing is running.
+Unmount the CephFS mounts made by cephfs-mount.sh DIR and the S3 mounts made
+by s3-mount.sh DIR, then stop the Ceph daemons of the cluster in DIR (radosgw
+and MDS first, then OSDs and mgr, then the mon): SIGTERM, wait, then SIGKILL.
+Exit 0 if nothing is running.
   --purge     afterwards delete DIR (only if start.sh created it)
 EOF
 }
@@ -61,7 +62,7 @@ live_pid() {
     [[ "$pid" =~ ^[0-9]+$ ]] || return 1
     mapfile -d "" -t argv 2>/dev/null < "/proc/$pid/cmdline" || return 1
     [[ ${#argv[@]} -gt 0 ]] || return 1
-    case "${argv[0]##*/}" in ceph-mon|ceph-osd|ceph-mgr|ceph-mds) ;; *) return 1 ;; esac
+    case "${argv[0]##*/}" in ceph-mon|ceph-osd|ceph-mgr|ceph-mds|radosgw) ;; *) return 1 ;; esac
     for a in "${argv[@]}"; do
         if [[ "$prev" == "-c" && "$a" == "$CONF" ]]; then
             echo "$pid"
@@ -128,8 +129,14 @@ rc=0
 if [[ -n "$(echo "$DIR"/run/ceph-fuse.*)" ]]; then
     "$SCRIPT_DIR/cephfs-mount.sh" --unmount "$DIR" || rc=1
 fi
-# The MDS flushes its journal to the OSDs on the way down; OSDs and mgr next:
-# an OSD whose mon is gone hangs in shutdown waiting for it.
+# S3 mounts while radosgw still runs (rclone uploads what it has not yet).
+if [[ -n "$(echo "$DIR"/run/s3fs.* "$DIR"/run/rclone.*)" ]]; then
+    "$SCRIPT_DIR/s3-mount.sh" --unmount "$DIR" || rc=1
+fi
+# radosgw and the MDS are clients of the OSDs. The MDS flushes its journal to
+# the OSDs on the way down; OSDs and mgr next: an OSD whose mon is gone hangs
+# in shutdown waiting for it.
+stop_group "radosgw" "$DIR"/run/rgw.*.pid || rc=1
 stop_group "MDS" "$DIR"/run/mds.*.pid || rc=1
 stop_group "OSDs/mgr" "$DIR"/run/osd.*.pid "$DIR"/run/mgr.*.pid || rc=1
 stop_group "mon" "$DIR"/run/mon.*.pid || rc=1
