@@ -249,8 +249,10 @@ void addMountOptions(CLI::App& cmd, MountArgs& a) {
   cmd.add_option("--entry-timeout", a.entryTimeout, "kernel name cache time (e.g. 1s)");
   cmd.add_option("--read-ahead", a.readAhead, "kernel read-ahead per file (e.g. 16M; 0: kernel's)");
   cmd.add_option("--cache-memory", a.cacheMemory, "chunk cache in memory (e.g. 256M)");
+  // One value per flag: a list-valued option would also swallow the mount point after it.
   cmd.add_option("--cache-device", a.cacheDevices,
-                 "cache device PATH=SIZE (a file, preallocated; repeatable)");
+                 "cache device PATH=SIZE (a file, preallocated; repeatable)")
+      ->allow_extra_args(false);
   cmd.add_option("--cache-eviction", a.cacheEviction, "cache eviction policy")
       ->check(CLI::IsMember({"fifo", "lru", "training"}));
   cmd.add_option("--compression", a.compression, "codec of new chunks on this mount")

@@ -14,7 +14,9 @@ setup_mount_test
 mkdir "$work/src"
 read -ra flags <<< "$(rados_flags "$2" "cache-$$")"
 limit=$((256 << 20))
-cache=(--cache-device "$work/cache0=256M" --cache-memory 0)
+# --cache-device last, just before the mount point: it takes one value per flag (it once
+# swallowed the mount point that followed it).
+cache=(--cache-memory 0 --cache-device "$work/cache0=256M")
 
 # 8 files of 3 MiB (3 chunks of 1 MiB each), 30 of ~100 KB, one compressible file.
 python3 - "$work/src" <<'PY'
