@@ -153,23 +153,9 @@ fi
 
 # ------------------------------------------------------------------ helpers
 
-# True if a file system of type $2 (any type if empty) is mounted at $1.
-mounted_at() {
-    awk -v m="$1" -v t="${2:-}" '
-        { for (i = 7; i <= NF && $i != "-"; i++) ; }
-        $5 == m && (t == "" || $(i + 1) == t) { found = 1 }
-        END { exit !found }' /proc/self/mountinfo
-}
-
-# Program name of process $1 (empty while it is in execve, or a zombie).
-argv0() { local a=""; IFS= read -r -d "" a < "/proc/$1/cmdline" 2>/dev/null || true; echo "${a##*/}"; }
-# State letter of process $1 from /proc/PID/stat (Z: zombie); "gone" if reaped.
-proc_state() {
-    local s
-    s="$(cat "/proc/$1/stat" 2>/dev/null)" || { echo gone; return; }
-    s="${s##*) }"
-    echo "${s%% *}"
-}
+# mounted_at, argv0, proc_state, to_bytes
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # The argument that ties a process to this DIR.
 dir_arg() {
@@ -355,13 +341,6 @@ if [[ "$TOOL" == rclone ]] && ! command -v fusermount >/dev/null; then
     exit 1
 fi
 
-to_bytes() {
-    local n="${1%[KMGT]}" unit="${1##*[0-9]}"
-    case "$unit" in
-        K) echo $(( n << 10 )) ;; M) echo $(( n << 20 )) ;;
-        G) echo $(( n << 30 )) ;; T) echo $(( n << 40 )) ;; *) echo "$n" ;;
-    esac
-}
 SIZE_BYTES="$(to_bytes "$SIZE")"
 
 mkdir -p -- "$MNT" || { err "cannot create mount point $MNT"; exit 1; }
@@ -426,25 +405,13 @@ readonly LOG="$DIR/log/$TOOL.$N.log" STARTUP_LOG="$DIR/log/$TOOL.$N.startup.log"
 SUCCEEDED=0
 CHILD=""
 on_exit() {
-    local rc=$? f i
+    local rc=$?
     (( ! SUCCEEDED )) || return 0
-    # The startup log holds this run's stdout/stderr only; the log accumulates.
-    for f in "$STARTUP_LOG" "$LOG"; do
-        [[ -s "$f" ]] || continue
-        echo "----- tail of $f" >&2
-        tail -n "$( [[ "$f" == *startup* ]] && echo 15 || echo 5 )" -- "$f" >&2
-    done
+    # The startup log holds this run's output only; the log accumulates.
+    tail_logs "$STARTUP_LOG" "$LOG"
     echo "s3-mount.sh: failed (exit $rc); cleaning up" >&2
-    # Our own child (not yet reaped, so the pid is not reused), maybe not
-    # even the tool yet: signal it by pid.
-    if [[ -n "$CHILD" ]]; then
-        kill -TERM "$CHILD" 2>/dev/null || true
-        for (( i = 0; i < (TERM_WAIT_SECS + KILL_WAIT_SECS) * 10; i++ )); do
-            case "$(proc_state "$CHILD")" in gone|Z|X) break ;; esac
-            (( i != TERM_WAIT_SECS * 10 )) || kill -KILL "$CHILD" 2>/dev/null || true
-            sleep 0.1
-        done
-    fi
+    # Our own child, maybe not even the tool yet: signal it by pid.
+    [[ -z "$CHILD" ]] || stop_child "$CHILD" "$TERM_WAIT_SECS" "$KILL_WAIT_SECS"
     unmount_one "$TOOL" "$N" >&2 || true
 }
 trap on_exit EXIT

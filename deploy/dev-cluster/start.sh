@@ -9,6 +9,8 @@ set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 readonly SCRIPT_DIR
+# shellcheck source=lib.sh
+source "$SCRIPT_DIR/lib.sh"  # to_bytes
 readonly MARKER=".tierfs-dev-cluster"   # identifies a DIR made by this script
 readonly MON_ID="a"
 readonly MGR_ID="x"
@@ -128,13 +130,6 @@ fi
 
 # Sizes in bytes. Memstore's device size is only a capacity limit (data is held
 # in the OSD's memory as it is written), so it is generous.
-to_bytes() {
-    local n="${1%[KMGT]}" unit="${1##*[0-9]}"
-    case "$unit" in
-        K) echo $(( n << 10 )) ;; M) echo $(( n << 20 )) ;;
-        G) echo $(( n << 30 )) ;; T) echo $(( n << 40 )) ;; *) echo "$n" ;;
-    esac
-}
 OSD_SIZE_BYTES=$(to_bytes "$OSD_SIZE")
 (( OSD_SIZE_BYTES >= 1 << 30 )) || usage_error "--osd-size must be at least 1G (BlueStore needs room for its DB), got '$OSD_SIZE'"
 MEMSTORE_BYTES=$(( 16 << 30 ))

@@ -21,6 +21,7 @@ Each system and `rados bench` take turns within a round; each figure is the medi
 rounds, with the range.
 """
 import argparse
+import contextlib
 import glob
 import json
 import os
@@ -101,12 +102,22 @@ class Bench:
         self.results.add(system.name, 'files read wrong', figures['bad'])
         return figures
 
+    @contextlib.contextmanager
+    def mounted(self, system, cache=None, cold=True, **kw):
+        """A fresh mount of `system` (its cache empty and, if `cold`, every other cache dropped
+        first); yields the directory to read."""
+        if cold:
+            self.cold()
+        root = system.mount(self.mnt, fc.size_arg(cache or self.args.cache), **kw)
+        try:
+            yield root
+        finally:
+            system.unmount(self.mnt)
+
     # --- workloads ---
     def loader_epochs(self, system, rnd):
-        name, cache = system.name, fc.size_arg(self.args.cache)
-        self.cold()
-        root = system.mount(self.mnt, cache)
-        try:
+        name = system.name
+        with self.mounted(system) as root:
             seed = 100 * rnd
             e1 = self.read(system, root, 'small', seed=seed + 1)
             fc.drop_caches()
@@ -121,29 +132,17 @@ class Bench:
             self.results.add(name, 'python loader warm, page cache dropped files/s',
                              py['files_per_s'])
             self.results.add(name, 'daemon peak RSS MiB', system.rss_mib())
-        finally:
-            system.unmount(self.mnt)
-        self.cold()
-        root = system.mount(self.mnt, cache)
-        try:
+        with self.mounted(system) as root:
             py = self.read(system, root, 'small', tool='python', seed=100 * rnd + 5)
             self.results.add(name, 'python loader cold files/s', py['files_per_s'])
-        finally:
-            system.unmount(self.mnt)
 
     def shards(self, system):
-        self.cold()
-        root = system.mount(self.mnt, fc.size_arg(self.args.cache))
-        try:
+        with self.mounted(system) as root:
             r = self.read(system, root, 'shards', readers=4, order='manifest')
             self.results.add(system.name, 'shards cold MiB/s', r['mib_per_s'])
-        finally:
-            system.unmount(self.mnt)
 
     def walk(self, system):
-        self.cold()
-        root = system.mount(self.mnt, fc.size_arg(self.args.cache))
-        try:
+        with self.mounted(system) as root:
             trees = [os.path.join(root, part) for part in ('small', 'over', 'shards')]
             for state in ('cold', 'warm'):
                 n, seconds = 0, 0.0
@@ -152,8 +151,6 @@ class Bench:
                     n, seconds = n + w['entries'], seconds + w['seconds']
                 self.results.add(system.name, f'walk {state} entries/s', n / seconds)
             self.results.add(system.name, 'daemon peak RSS MiB', system.rss_mib())
-        finally:
-            system.unmount(self.mnt)
 
     def over(self, system):
         """3 epochs of a dataset 1.5x the disk cache; hit ratio from the OSD's read bytes.
@@ -161,9 +158,7 @@ class Bench:
         if isinstance(system, (peers.Ext4, peers.Passthrough)):
             return
         size = dataset.manifest_bytes(self.data, 'over')
-        self.cold()
-        root = system.mount(self.mnt, fc.size_arg(self.args.over_cache), training=True)
-        try:
+        with self.mounted(system, cache=self.args.over_cache, training=True) as root:
             for epoch in (1, 2, 3):
                 fc.drop_caches()
                 before = self.osd_read_bytes()
@@ -172,40 +167,38 @@ class Bench:
                 self.results.add(system.name, f'over epoch {epoch} files/s', r['files_per_s'])
                 self.results.add(system.name, f'over epoch {epoch} hit ratio',
                                  max(0.0, 1 - backend / size))
-        finally:
-            system.unmount(self.mnt)
 
-    def checkpoint(self, system, rnd):
-        """Written and fsynced (and, for rclone, uploaded); then read back cold."""
+    def checkpoint(self, system, rnd, block_size=4 << 20):
+        """Written in 4 MiB writes and fsynced (and, for rclone, uploaded); read back cold and
+        compared with what was written."""
         if isinstance(system, peers.Passthrough):
             return
         size = fc.size_arg(self.args.checkpoint)
-        root = system.mount(self.mnt, fc.size_arg(self.args.cache), read_only=False)
+        block = os.urandom(block_size)  # written again and again: the file is block, block, ...
         rel = f'checkpoint-{system.name}-{rnd}.pt'  # s3fs and rclone share a bucket
-        try:
+        with self.mounted(system, cold=False, read_only=False) as root:
             t = time.perf_counter()
-            wl.checkpoint(os.path.join(root, rel), size)
+            with open(os.path.join(root, rel), 'wb', buffering=0) as f:
+                for offset in range(0, size, block_size):
+                    f.write(block[:min(block_size, size - offset)])
+                os.fsync(f.fileno())
             system.wait_durable(os.path.join(root, rel), size)
             self.results.add(system.name, 'checkpoint write until in Ceph MiB/s',
                              size / (time.perf_counter() - t) / 2**20)
-        finally:
-            system.unmount(self.mnt)
-        self.cold()
-        root = system.mount(self.mnt, fc.size_arg(self.args.cache))
-        try:
-            t = time.perf_counter()
-            n = 0
+        with self.mounted(system) as root:
+            t, n, wrong = time.perf_counter(), 0, 0
             with open(os.path.join(root, rel), 'rb') as f:
-                while chunk := f.read(4 << 20):
+                while chunk := f.read(block_size):
+                    wrong += chunk != block[:len(chunk)]
                     n += len(chunk)
-            if n != size:
-                log(f'{system.name}: checkpoint read back {n} bytes, not {size}')
             self.results.add(system.name, 'checkpoint read cold MiB/s',
                              n / (time.perf_counter() - t) / 2**20)
+            if n != size or wrong:
+                log(f'{system.name}: checkpoint read back WRONG: {n} of {size} bytes, '
+                    f'{wrong} blocks differ')
+            self.results.add(system.name, 'files read wrong', int(n != size or wrong > 0))
             if isinstance(system, peers.Ext4):
                 os.unlink(os.path.join(root, rel))  # not into the dataset's directory for good
-        finally:
-            system.unmount(self.mnt)
 
     def rados_bench(self, rb):
         name = 'rados bench'
