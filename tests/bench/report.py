@@ -113,7 +113,9 @@ def chart(results, path):
         names = [s for s in SYSTEMS if results.get(s, {}).get(metric)]
         vals = [results[s][metric] for s in names]
         mids = [median(v, metric) for v in vals]
-        err = [[m - min(v) for m, v in zip(mids, vals)], [max(v) - m for m, v in zip(mids, vals)]]
+        # The range of the rounds (none for RSS, whose figure is the peak of every run).
+        err = [[0 if 'RSS' in metric else m - min(v) for m, v in zip(mids, vals)],
+               [0 if 'RSS' in metric else max(v) - m for m, v in zip(mids, vals)]]
         ax.bar(names, mids, yerr=err, color=[colors[n] for n in names], capsize=3)
         ax.set_title(title, fontsize=10)
         ax.tick_params(axis='x', labelrotation=45, labelsize=8)
