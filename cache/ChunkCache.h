@@ -84,6 +84,10 @@ class ChunkCache {
 
 class DeviceTier;
 
+// The buffers a cache of `chunkBytes` chunks reads into: room for a chunk's frame header and a
+// device's alignment padding too; at most 16 wait idle (64 MiB of 4 MiB chunks).
+std::shared_ptr<BufferPool> makeChunkBufferPool(std::uint64_t chunkBytes);
+
 struct MemoryChunkCacheOptions {
   // Raw bytes of decoded chunks kept in memory: what concurrent readers share and read-ahead
   // fills (the kernel's page cache keeps what was read).
@@ -96,6 +100,9 @@ struct MemoryChunkCacheOptions {
   unsigned deviceThreads = 8;
   FetchSchedulerOptions fetch;         // limits and priorities of back-end reads
   std::uint64_t chunkBytes = 4 << 20;  // the volume's chunk size: a read's expected bytes
+  // Chunks fetched or decoded go into these buffers (null: a pool of chunkBytes of the cache's
+  // own); the cache devices read into them too when they share it (see BufferPool).
+  std::shared_ptr<BufferPool> buffers;
 };
 
 // A chunk cache in process memory (LRU by bytes) over an object store, with the cache devices

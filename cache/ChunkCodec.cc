@@ -183,16 +183,15 @@ Status checkRaw(std::uint64_t computed, std::uint64_t stored) {
   return corrupt("checksum mismatch (stored {:#018x}, computed {:#018x})", stored, computed);
 }
 
-Status decompressPayload(std::string_view payload, std::string& raw) {
+Status decompressPayload(std::string_view payload, char* raw, std::size_t rawLength) {
   ZSTD_DCtx* ctx = threadDCtx();
   if (ctx == nullptr) {
     return Status::internal("chunk codec: cannot allocate a zstd decompression context");
   }
-  const std::size_t n =
-      ZSTD_decompressDCtx(ctx, raw.data(), raw.size(), payload.data(), payload.size());
+  const std::size_t n = ZSTD_decompressDCtx(ctx, raw, rawLength, payload.data(), payload.size());
   if (ZSTD_isError(n)) return corrupt("zstd payload: {}", ZSTD_getErrorName(n));
-  if (n != raw.size()) {
-    return corrupt("zstd payload holds {} bytes, header says {}", n, raw.size());
+  if (n != rawLength) {
+    return corrupt("zstd payload holds {} bytes, header says {}", n, rawLength);
   }
   return Status::ok();
 }
@@ -261,27 +260,35 @@ Result<FrameHeader> verifyFrame(std::string_view frame) {
   return header;
 }
 
-// The raw bytes of a verified zstd frame, checked against the header's checksum.
-Result<std::string> decompressFrame(const FrameHeader& header, std::string_view frame) {
-  std::string raw(header.rawLength, '\0');
-  TIERFS_RETURN_IF_ERROR(decompressPayload(frame.substr(kFrameHeaderSize), raw));
-  TIERFS_RETURN_IF_ERROR(checkRaw(XXH3_64bits(raw.data(), raw.size()), header.checksum));
-  return raw;
+// Decompresses a verified zstd frame into `raw` (header.rawLength bytes) and checks them against
+// the header's checksum.
+Status decompressFrame(const FrameHeader& header, std::string_view frame, char* raw) {
+  TIERFS_RETURN_IF_ERROR(decompressPayload(frame.substr(kFrameHeaderSize), raw, header.rawLength));
+  return checkRaw(XXH3_64bits(raw, header.rawLength), header.checksum);
 }
 
 }  // namespace
 
-Result<Bytes> decodeChunkShared(const Bytes& frame) {
+Result<Bytes> decodeChunkShared(const Bytes& frame, BufferPool* pool) {
   TIERFS_ASSIGN_OR_RETURN(const FrameHeader header, verifyFrame(frame.view()));
   if (header.codec == Codec::kNone) return frame.slice(kFrameHeaderSize, header.storedLength);
-  TIERFS_ASSIGN_OR_RETURN(std::string raw, decompressFrame(header, frame.view()));
-  return Bytes(std::move(raw));
+  BufferPool::Buffer raw = (pool ? *pool : BufferPool::unpooled()).take(header.rawLength);
+  TIERFS_RETURN_IF_ERROR(decompressFrame(header, frame.view(), raw.data()));
+  return std::move(raw).seal();
+}
+
+Result<Bytes> decodeChunkOwned(const Bytes& frame, BufferPool& pool) {
+  TIERFS_ASSIGN_OR_RETURN(Bytes raw, decodeChunkShared(frame, &pool));
+  const bool inFrame = raw.data() >= frame.data() && raw.data() < frame.data() + frame.size();
+  return inFrame && pool.pools(raw.size()) ? pool.copy(raw) : raw;
 }
 
 Result<std::string> decodeChunk(std::string_view frame) {
   TIERFS_ASSIGN_OR_RETURN(const FrameHeader header, verifyFrame(frame));
   if (header.codec == Codec::kNone) return std::string(frame.substr(kFrameHeaderSize));
-  return decompressFrame(header, frame);
+  std::string raw(header.rawLength, '\0');
+  TIERFS_RETURN_IF_ERROR(decompressFrame(header, frame, raw.data()));
+  return raw;
 }
 
 }  // namespace tierfs::cache

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/BufferPool.h"
 #include "common/Bytes.h"
 #include "common/Result.h"
 
@@ -69,6 +70,12 @@ Result<std::string> decodeChunk(std::string_view frame);
 
 // The same, sharing `frame`'s buffer where it can: a raw (codec none) frame's bytes come back as
 // a slice of it, with no copy (incompressible data, most of a dataset of images, is stored raw).
-Result<Bytes> decodeChunkShared(const Bytes& frame);
+// A compressed frame is decompressed into a buffer of `pool` (null: one allocated for it).
+Result<Bytes> decodeChunkShared(const Bytes& frame, BufferPool* pool = nullptr);
+
+// The same, for a frame whose buffer should not be kept (a librados reply): chunk-sized raw bytes
+// are copied into a buffer of `pool`, so that the frame's buffer is freed and reused: see
+// BufferPool for why.
+Result<Bytes> decodeChunkOwned(const Bytes& frame, BufferPool& pool);
 
 }  // namespace tierfs::cache

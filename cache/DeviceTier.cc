@@ -12,6 +12,11 @@
 namespace tierfs::cache {
 namespace {
 
+// Bytes a region has on top of its configured size, for its entries' headers: a 16 MiB region then
+// holds four 4 MiB chunks, where the fourth's 40-byte header used to push it out and leave a
+// quarter of every device unused.
+constexpr std::uint32_t kRegionHeadroom = 4096;
+
 // Disk bytes an entry may take in the index: a record's share (~40 bytes) times RocksDB's
 // space amplification and its logs, with room to spare.
 constexpr std::uint64_t kIndexBytesPerEntry = 256;
@@ -57,6 +62,7 @@ Result<std::unique_ptr<DeviceTier>> DeviceTier::open(DeviceTierOptions options) 
     options.indexDir = options.devices[0].path + ".index";
   }
   options.regions.maxEntries = std::min(options.regions.maxEntries, maxEntriesFor(reserve));
+  options.regions.regionSize += kRegionHeadroom;
 
   std::unique_ptr<DeviceTier> tier(new DeviceTier());
   std::vector<Device*> raw;

@@ -18,6 +18,7 @@ class MemoryChunkCache final : public ChunkCache {
   MemoryChunkCache(backends::ObjectStore& store, MemoryChunkCacheOptions options)
       : store_(store),
         options_(options),
+        buffers_(options.buffers ? options.buffers : makeChunkBufferPool(options.chunkBytes)),
         codecPool_(options.codecThreads, "chunk-codec"),
         devicePool_(options.device ? options.deviceThreads : 0, "cache-device"),
         scheduler_(store, options.fetch) {}
@@ -77,7 +78,7 @@ class MemoryChunkCache final : public ChunkCache {
                         if (!frame) return done(failure(frame.error()));
                         count(&ChunkCacheStats::backendReads, &ChunkCacheStats::bytesFromBackend,
                               frame->size());
-                        Result<Bytes> raw = decode(*frame);  // never keep a damaged frame
+                        Result<Bytes> raw = decodeFetched(*frame);  // never keep a damaged one
                         if (!raw) return done(failure(raw.error()));
                         if (options_.device) {
                           options_.device->insert(key, *frame, *raw, Origin::kWarmed);
@@ -170,13 +171,16 @@ class MemoryChunkCache final : public ChunkCache {
     std::list<ChunkKey>::iterator lruPos;
   };
 
-  static Result<Bytes> decode(const Bytes& frame) { return decodeChunkShared(frame); }
+  // A frame the store fetched: its raw bytes go into our buffers (the store's buffer is let go).
+  Result<Bytes> decodeFetched(const Bytes& frame) const {
+    return decodeChunkOwned(frame, *buffers_);
+  }
 
   // On a device-pool thread: a hit is decoded there; a miss, or a frame that passed the entry's
   // checksum yet does not decode, goes to the back end.
   void readFromDevice(const ChunkKey& key, Priority priority) {
     if (std::optional<Bytes> frame = options_.device->lookup(key)) {
-      if (Result<Bytes> raw = decode(*frame)) {
+      if (Result<Bytes> raw = decodeChunkShared(*frame, buffers_.get())) {
         count(&ChunkCacheStats::deviceHits, &ChunkCacheStats::bytesFromDevice, frame->size());
         return finishRead(key, std::move(raw));
       }
@@ -192,7 +196,7 @@ class MemoryChunkCache final : public ChunkCache {
                         if (!frame) return finishRead(key, failure(frame.error()));
                         count(&ChunkCacheStats::backendReads, &ChunkCacheStats::bytesFromBackend,
                               frame->size());
-                        Result<Bytes> raw = decode(*frame);
+                        Result<Bytes> raw = decodeFetched(*frame);
                         if (raw && options_.device)
                           options_.device->insert(key, *frame, *raw, Origin::kFetched);
                         if (raw && priority != Priority::kDemand) notePrefetched(key);
@@ -272,6 +276,7 @@ class MemoryChunkCache final : public ChunkCache {
 
   backends::ObjectStore& store_;
   const MemoryChunkCacheOptions options_;
+  const std::shared_ptr<BufferPool> buffers_;
 
   mutable std::mutex
       mu_;  // guards everything below; never held while calling the store or a callback
@@ -291,6 +296,10 @@ class MemoryChunkCache final : public ChunkCache {
 };
 
 }  // namespace
+
+std::shared_ptr<BufferPool> makeChunkBufferPool(std::uint64_t chunkBytes) {
+  return std::make_shared<BufferPool>(chunkBytes + (64 << 10), 16);
+}
 
 std::unique_ptr<ChunkCache> makeMemoryChunkCache(backends::ObjectStore& store,
                                                  MemoryChunkCacheOptions options) {

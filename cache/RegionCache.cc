@@ -272,9 +272,11 @@ std::optional<Bytes> RegionCache::Impl::lookup(const ChunkKey& key) {
 
   const std::uint64_t begin = at / dev.alignment() * dev.alignment();
   const std::uint64_t end = roundUp(at + kHeaderSize + loc.length, dev.alignment());
-  std::shared_ptr<char> buf = alignedBuffer(end - begin, dev.alignment());
-  Status read = dev.read(begin, buf.get(), end - begin);
-  const char* entry = buf.get() + (at - begin);
+  // Page-aligned, as every pool's buffer: Linux keeps a device's logical blocks within a page.
+  BufferPool& pool = options.readBuffers ? *options.readBuffers : BufferPool::unpooled();
+  BufferPool::Buffer buf = pool.take(end - begin);
+  Status read = dev.read(begin, buf.data(), end - begin);
+  const char* entry = buf.data() + (at - begin);
   EntryHeader h;
   std::memcpy(&h, entry, kHeaderSize);
   const bool sound = read.isOk() && h.magic == kEntryMagic && h.length == loc.length &&
@@ -304,7 +306,7 @@ std::optional<Bytes> RegionCache::Impl::lookup(const ChunkKey& key) {
     return std::nullopt;
   }
   ++counters.hits;
-  return Bytes::shared(std::move(buf), std::string_view(entry + kHeaderSize, loc.length));
+  return std::move(buf).seal().slice(at - begin + kHeaderSize, loc.length);
 }
 
 bool RegionCache::Impl::insert(const ChunkKey& key, std::string_view bytes) {

@@ -12,6 +12,7 @@
 #include "cache/ChunkKey.h"
 #include "cache/Device.h"
 #include "cache/IndexDb.h"
+#include "common/BufferPool.h"
 #include "common/Bytes.h"
 #include "common/Result.h"
 #include "common/Status.h"
@@ -59,6 +60,9 @@ struct RegionCacheOptions {
   // inserts find free regions ready. The defaults evict only when no region is free.
   double highWatermark = 1.0;
   double lowWatermark = 1.0;
+  // Where lookups read entries into (null: a buffer allocated for each read); a pool shared with
+  // the memory cache lets a chunk read from a device be kept there without a copy (BufferPool).
+  std::shared_ptr<BufferPool> readBuffers;
 };
 
 struct RegionCacheStats {

@@ -334,8 +334,10 @@ Result<std::unique_ptr<FsStack>> openFilesystem(const DaemonConfig& cfg, bool au
   cacheOptions.codec.codec = cfg.codec.value_or(record.codec);
   cacheOptions.codec.zstdLevel = cfg.zstdLevel.value_or(record.zstdLevel);
   cacheOptions.chunkBytes = record.chunkSize;
+  cacheOptions.buffers = cache::makeChunkBufferPool(record.chunkSize);
   if (!cfg.devices.devices.empty()) {
     cache::DeviceTierOptions devices = cfg.devices;
+    devices.regions.readBuffers = cacheOptions.buffers;  // a device hit is kept without a copy
     devices.owner = record.uuidString();
     // Tests only (docs/CACHE.md): faults injected into the cache devices, switched by a file.
     if (const char* faults = std::getenv("TIERFS_TEST_CACHE_FAULTS"); faults && *faults) {

@@ -315,6 +315,37 @@ TEST(ChunkCodec, SharedDecodeOfACompressedFrameIsItsRawBytes) {
   EXPECT_EQ(decoded->view(), raw);
 }
 
+TEST(ChunkCodec, OwnedDecodeCopiesAChunkSizedRawFrameIntoThePool) {
+  BufferPool pool(8192, 2);
+  const std::string raw = randomBytes(5000, 9);
+  const Bytes frame(encodeOrDie(raw));
+  auto decoded = decodeChunkOwned(frame, pool);
+  ASSERT_TRUE(decoded) << decoded.error().toString();
+  EXPECT_EQ(decoded->view(), raw);
+  EXPECT_NE(decoded->data(), frame.data() + kFrameHeaderSize) << "the frame's buffer is kept";
+  EXPECT_EQ(pool.allocated(), 1u);
+  *decoded = Bytes();
+  EXPECT_EQ(pool.idleBuffers(), 1u);
+  // A small chunk (a small file's) stays a slice: a pooled buffer would pin 8 KiB for it.
+  const Bytes small(encodeOrDie(randomBytes(100, 10)));
+  auto smallDecoded = decodeChunkOwned(small, pool);
+  ASSERT_TRUE(smallDecoded);
+  EXPECT_EQ(smallDecoded->data(), small.data() + kFrameHeaderSize);
+}
+
+TEST(ChunkCodec, ACompressedFrameDecodesIntoThePool) {
+  BufferPool pool(64 << 10, 2);
+  const std::string raw = textBytes(50000, 11);
+  const Bytes frame(encodeOrDie(raw));
+  ASSERT_EQ(parseFrameHeader(frame)->codec, Codec::kZstd);
+  for (int i = 0; i < 3; ++i) {
+    auto decoded = decodeChunkOwned(frame, pool);
+    ASSERT_TRUE(decoded) << decoded.error().toString();
+    EXPECT_EQ(decoded->view(), raw);
+  }
+  EXPECT_EQ(pool.allocated(), 1u) << "each decode should have reused the one buffer";
+}
+
 TEST(ChunkCodec, EverySingleByteCorruptionOfACompressedFrameIsDetected) {
   const std::string frame = encodeOrDie(textBytes(3000, 5));
   auto header = parseFrameHeader(frame);

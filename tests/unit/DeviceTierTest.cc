@@ -174,6 +174,21 @@ TEST_F(DeviceTierTest, TheDevicesAndIndexStayWithinTheConfiguredSize) {
   EXPECT_GT(chunks_->stats().deviceEvictedRegions, 0u);
 }
 
+TEST_F(DeviceTierTest, ARegionHoldsAWholeNumberOfChunksOfItsSize) {
+  // Four 256 KiB chunks fill a 1 MiB region: their entries' headers go into the region's headroom
+  // (without it, the fourth did not fit and a quarter of the device stayed empty).
+  for (std::uint32_t i = 0; i < 8; ++i) {
+    ASSERT_TRUE(write({21, 1, i}, randomBytes(256 << 10, 200 + i)).isOk());
+  }
+  openAll();  // seals the open region
+  const cache::RegionCacheStats s = tier_->stats();
+  EXPECT_EQ(s.entries, 8u);
+  EXPECT_EQ(s.sealedRegions, 2u);
+  for (std::uint32_t i = 0; i < 8; ++i)
+    ASSERT_EQ(read({21, 1, i})->view(), randomBytes(256 << 10, 200 + i));
+  EXPECT_EQ(store_->counts().reads, 0u);
+}
+
 TEST(DeviceTierOptions, AFirstDeviceTooSmallForARegionBesideItsIndexIsRefused) {
   TempDir dir;
   DeviceTierOptions o;

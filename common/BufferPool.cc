@@ -1,0 +1,98 @@
+#include "common/BufferPool.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <vector>
+
+namespace tierfs {
+namespace {
+
+constexpr std::size_t kPage = 4096;
+
+char* allocatePages(std::size_t bytes) {
+  void* p = std::aligned_alloc(kPage, (bytes + kPage - 1) / kPage * kPage);
+  if (p == nullptr) throw std::bad_alloc();
+  return static_cast<char*>(p);
+}
+
+}  // namespace
+
+struct BufferPool::State {
+  std::size_t bufferBytes = 0, maxIdle = 0;
+  mutable std::mutex mu;
+  std::vector<char*> idle;  // guarded by mu
+  std::size_t allocated = 0;
+
+  ~State() {
+    for (char* p : idle) std::free(p);
+  }
+
+  void giveBack(char* p) {
+    {
+      std::lock_guard lock(mu);
+      if (idle.size() < maxIdle) {
+        idle.push_back(p);
+        return;
+      }
+    }
+    std::free(p);
+  }
+};
+
+BufferPool::BufferPool(std::size_t bufferBytes, std::size_t maxIdle)
+    : state_(std::make_shared<State>()) {
+  state_->bufferBytes = bufferBytes;
+  state_->maxIdle = maxIdle;
+}
+
+BufferPool& BufferPool::unpooled() {
+  static BufferPool none(0, 0);
+  return none;
+}
+
+BufferPool::Buffer BufferPool::take(std::size_t length) {
+  if (!pools(length)) {
+    return Buffer(std::shared_ptr<char>(allocatePages(std::max<std::size_t>(length, 1)), std::free),
+                  length);
+  }
+  char* p = nullptr;
+  {
+    std::lock_guard lock(state_->mu);
+    if (!state_->idle.empty()) {
+      p = state_->idle.back();
+      state_->idle.pop_back();
+    } else {
+      ++state_->allocated;
+    }
+  }
+  if (p == nullptr) p = allocatePages(state_->bufferBytes);
+  return Buffer(std::shared_ptr<char>(p, [state = state_](char* q) { state->giveBack(q); }),
+                length);
+}
+
+bool BufferPool::pools(std::size_t length) const {
+  return length <= state_->bufferBytes && length > state_->bufferBytes / 2;
+}
+
+Bytes BufferPool::copy(std::string_view bytes) {
+  Buffer b = take(bytes.size());
+  if (!bytes.empty()) std::memcpy(b.data(), bytes.data(), bytes.size());
+  return std::move(b).seal();
+}
+
+std::size_t BufferPool::bufferBytes() const { return state_->bufferBytes; }
+
+std::size_t BufferPool::idleBuffers() const {
+  std::lock_guard lock(state_->mu);
+  return state_->idle.size();
+}
+
+std::size_t BufferPool::allocated() const {
+  std::lock_guard lock(state_->mu);
+  return state_->allocated;
+}
+
+}  // namespace tierfs
