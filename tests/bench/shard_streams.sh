@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Cold shard streaming through a tierfs mount, and what it costs the daemon: N readers each read
+# one shard of SIZE once (fresh daemon, fresh cache device, page cache dropped); prints MiB/s, the
+# daemon's CPU seconds and minor page faults per MiB, what it fetched from RADOS and what its cache
+# device kept, beside `rados bench seq` of 4 MiB objects in the same run. With --against OTHER
+# (another build's tierfs binary) each round runs both binaries, ABBA order, so the ratio of the
+# two is read within one run.
+# Usage: tests/bench/shard_streams.sh [--readers N] [--size SIZE] [--rounds N] [--against BIN]
+#                                     [--build DIR]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+readers=4
+size=256M
+rounds=3
+against=
+build=build
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --readers) readers=$2; shift 2 ;;
+    --size) size=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --against) against=$2; shift 2 ;;
+    --build) build=$2; shift 2 ;;
+    *) echo "usage: $0 [--readers N] [--size SIZE] [--rounds N] [--against BIN] [--build DIR]" >&2
+       exit 2 ;;
+  esac
+done
+if [[ -n $against && ! -x $against ]]; then
+  echo "$0: --against $against: not an executable" >&2
+  exit 2
+fi
+
+deploy/install-deps.sh > /dev/null
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
+cmake --build "$build" --target tierfs > /dev/null
+tierfs=$(realpath "$build/tools/tierfs")
+
+work=$(mktemp -d /var/tmp/tierfs-shards-XXXXXX)
+mnt=$work/mnt
+daemon=
+cleanup() {
+  if mountpoint -q "$mnt"; then fusermount3 -u "$mnt" || true; fi
+  if [[ -n $daemon ]]; then wait "$daemon" || true; fi
+  deploy/dev-cluster/stop.sh --purge "$work/cluster" > /dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+deploy/dev-cluster/start.sh --bluestore --osd-size 40G "$work/cluster" > /dev/null
+# shellcheck disable=SC1091
+source "$work/cluster/client.env"
+flags=(--backend rados --conf "$TIERFS_CEPH_CONF" --keyring "$TIERFS_CEPH_KEYRING"
+       --user "$TIERFS_CEPH_USER" --pool "$TIERFS_CEPH_POOL" --namespace shards)
+mkdir -p "$work/data" "$mnt"
+for ((i = 0; i < readers; i++)); do
+  head -c "$size" /dev/urandom > "$work/data/s$i"
+done
+"$tierfs" mkfs "${flags[@]}" > /dev/null
+"$tierfs" import "${flags[@]}" "$work/data" /shards > /dev/null
+shard_mib=$(( $(stat -c %s "$work/data/s0") >> 20 ))
+rm -rf "$work/data"
+
+field() {  # /proc/PID/stat field N
+  awk -v n="$1" '{print $n}' "/proc/$2/stat"
+}
+
+one_run() {  # BINARY -> "MiB/s cpu_s faults_per_mib backend_mib device_entries"
+  local bin=$1 i t0 t1 c0 c1 f0 f1 st
+  rm -rf "$work/cache"
+  mkdir -p "$work/cache"
+  "$bin" mount -f "${flags[@]}" --read-only --cache-device "$work/cache/dev0=$((2 * readers * shard_mib))M" \
+    --log "$work/cache/log" "$mnt" &
+  daemon=$!
+  for ((i = 0; i < 100; i++)); do mountpoint -q "$mnt" && break; sleep 0.1; done
+  mountpoint -q "$mnt" || { echo "tierfs did not mount: $(tail -3 "$work/cache/log")" >&2; exit 1; }
+  sync
+  echo 3 > /proc/sys/vm/drop_caches
+  c0=$(( $(field 14 "$daemon") + $(field 15 "$daemon") ))
+  f0=$(field 10 "$daemon")
+  t0=$(date +%s.%N)
+  local pids=()
+  for ((i = 0; i < readers; i++)); do
+    dd if="$mnt/shards/s$i" of=/dev/null bs=1M status=none &
+    pids+=($!)
+  done
+  wait "${pids[@]}"
+  t1=$(date +%s.%N)
+  c1=$(( $(field 14 "$daemon") + $(field 15 "$daemon") ))
+  f1=$(field 10 "$daemon")
+  st=$("$tierfs" status --json)
+  fusermount3 -u "$mnt"
+  wait "$daemon"
+  daemon=
+  python3 - "$t0" "$t1" "$c0" "$c1" "$f0" "$f1" "$((readers * shard_mib))" "$st" <<'EOF'
+import json, sys
+t0, t1, c0, c1, f0, f1, mib = map(float, sys.argv[1:8])
+st = json.loads(sys.argv[8])
+st = st[0] if isinstance(st, list) else st
+print(f"{mib / (t1 - t0):.0f} {(c1 - c0) / 100:.1f} {(f1 - f0) / mib:.0f} "
+      f"{st['bytes_from_backend'] / 2**20:.0f} {st['entries']}")
+EOF
+}
+
+rados_seq() {
+  local r=(rados -c "$TIERFS_CEPH_CONF" -n "$TIERFS_CEPH_USER" -p "$TIERFS_CEPH_POOL")
+  "${r[@]}" bench 5 write -t 16 --no-cleanup --run-name seq > /dev/null
+  sync
+  echo 3 > /proc/sys/vm/drop_caches
+  "${r[@]}" bench 5 seq -t 16 --run-name seq | awk '/^Bandwidth \(MB\/sec\)/ {print $3}'
+  "${r[@]}" cleanup --run-name seq > /dev/null
+}
+
+echo "$readers readers x $shard_mib MiB, cold; $rounds round(s)"
+echo "| round | binary | MiB/s | daemon CPU s | page faults / MiB | from RADOS MiB | device entries |"
+echo "|---|---|---|---|---|---|---|"
+for ((r = 1; r <= rounds; r++)); do
+  order=("$tierfs")
+  if [[ -n $against ]]; then
+    if ((r % 2)); then order=("$tierfs" "$against"); else order=("$against" "$tierfs"); fi
+  fi
+  for bin in "${order[@]}"; do
+    read -r mibs cpu faults backend entries < <(one_run "$bin")
+    label=this
+    [[ $bin == "$tierfs" ]] || label=against
+    echo "| $r | $label | $mibs | $cpu | $faults | $backend | $entries |"
+  done
+done
+echo "rados bench seq, 4 MiB objects, 16 in flight: $(rados_seq) MiB/s"
