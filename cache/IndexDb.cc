@@ -128,16 +128,22 @@ class RocksIndexDb final : public IndexDb {
     (void)db_->Close();
   }
 
-  Status putRegion(const RegionRecord& record) override {
+  Status putRegions(std::span<const RegionRecord> records) override {
     rocksdb::WriteBatch batch;
-    TIERFS_RETURN_IF_ERROR(
-        fromRocks(batch.Put(regionKey(kRecordPrefix, record.region), encodeRegionRecord(record)),
-                  "batching a region record"));
-    // A new record is a new region content: the old one's access time does not apply.
-    TIERFS_RETURN_IF_ERROR(fromRocks(batch.Delete(regionKey(kAccessPrefix, record.region)),
-                                     "batching a region record"));
+    for (const RegionRecord& record : records) {
+      TIERFS_RETURN_IF_ERROR(
+          fromRocks(batch.Put(regionKey(kRecordPrefix, record.region), encodeRegionRecord(record)),
+                    "batching a region record"));
+      // A new record is a new region content: the old one's access time does not apply.
+      TIERFS_RETURN_IF_ERROR(fromRocks(batch.Delete(regionKey(kAccessPrefix, record.region)),
+                                       "batching a region record"));
+    }
+    if (records.size() == 1) {
+      return write(batch, /*sync=*/true,
+                   fmt::format("writing the record of region {}", records[0].region));
+    }
     return write(batch, /*sync=*/true,
-                 fmt::format("writing the record of region {}", record.region));
+                 fmt::format("writing the records of {} regions", records.size()));
   }
 
   Status rewriteRegion(const RegionRecord& record) override {

@@ -4,6 +4,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -59,8 +60,9 @@ class IndexDb {
                                                bool* wiped = nullptr);
   virtual ~IndexDb() = default;
 
-  // Durable (synced) when it returns.
-  virtual Status putRegion(const RegionRecord& record) = 0;
+  // Durable (synced) when it returns: every record, in one batch (one sync for several regions).
+  virtual Status putRegions(std::span<const RegionRecord> records) = 0;
+  Status putRegion(const RegionRecord& record) { return putRegions({&record, 1}); }
   virtual Status dropRegion(std::uint32_t region) = 0;
   // Replaces a region's record by one that lists fewer of its entries (erased ones), keeping
   // its access time. Not synced (see RegionCache::Impl::unrecordLocked).

@@ -46,12 +46,6 @@ std::uint64_t keyHash(const ChunkKey& k) {
   return XXH3_64bits(&packed, 20);
 }
 
-std::shared_ptr<char> alignedBuffer(std::size_t size, std::size_t alignment) {
-  void* p = nullptr;
-  if (posix_memalign(&p, alignment, size) != 0) throw std::bad_alloc();
-  return std::shared_ptr<char>(static_cast<char*>(p), [](char* q) { std::free(q); });
-}
-
 // Where an entry is: 12 bytes; with the 8-byte key hash, a 24-byte slot of the index.
 struct Loc {
   std::uint32_t region = 0;
@@ -67,7 +61,15 @@ struct Buffer {
   std::vector<EntryRecord> entries;
 };
 
+// kSealing: handed to the sealer; written (its buffer free again) and waiting for its record.
 enum class State : std::uint8_t { kFree, kOpen, kSealing, kSealed, kEvicting };
+
+// A region written to its device, waiting to be made durable and recorded.
+struct Written {
+  std::uint32_t region = 0;
+  std::uint64_t seq = 0;
+  std::vector<EntryRecord> entries;
+};
 
 struct Region {
   State state = State::kFree;
@@ -78,7 +80,7 @@ struct Region {
   std::chrono::steady_clock::time_point lastHit{};  // for kTraining
   std::uint64_t recorded = 0;                       // entries in its IndexDb record
   std::uint64_t liveBytes = 0;                      // of entries the index still points at
-  Buffer* buffer = nullptr;                         // while kOpen or kSealing
+  Buffer* buffer = nullptr;                         // while kOpen, and kSealing until written
   std::vector<std::uint32_t> erasedWhileSealing;    // entry offsets to drop from its record
 };
 
@@ -99,8 +101,9 @@ struct RegionCache::Impl {
   const RegionCacheOptions options;
 
   mutable std::mutex mu;
-  std::condition_variable wake;    // the sealer: work to do
-  std::condition_variable sealed;  // flush(): a seal finished
+  std::condition_variable wake;        // the sealer: work to do
+  std::condition_variable sealed;      // flush(): a seal finished
+  std::condition_variable recordWake;  // the recorder: regions written
   absl::flat_hash_map<std::uint64_t, Loc> index;
   std::vector<Region> regions;
   std::vector<std::vector<std::uint32_t>> freeRegions;  // per device
@@ -109,7 +112,8 @@ struct RegionCache::Impl {
   std::vector<Buffer*> idleBuffers;
   Buffer* open = nullptr;
   std::deque<Buffer*> toSeal;
-  unsigned sealing = 0;  // buffers the sealer has taken and not finished
+  unsigned sealing = 0;  // regions the sealer has taken and not yet recorded (or given up)
+  std::vector<Written> toRecord;
   std::uint64_t nextSeq = 1;
   std::uint64_t clock = 0;
   std::uint64_t recordedEntries = 0;
@@ -120,6 +124,7 @@ struct RegionCache::Impl {
   Status lastSealError;
   RegionCacheStats counters;
   std::thread sealer;
+  std::thread recorder;
 
   Status layOut();
   Status load();
@@ -130,7 +135,10 @@ struct RegionCache::Impl {
   bool openRegionLocked();
   void handOffLocked();
   void runSealer();
-  void seal(Buffer* b);
+  void write(Buffer* b);
+  void runRecorder();
+  void record(std::vector<Written>& batch);
+  void finishSealLocked(const Written& w, const Status& s);
   bool needEvictionLocked();
   bool evictOne(std::unique_lock<std::mutex>& lock);
   std::optional<std::uint32_t> victimLocked() const;
@@ -179,7 +187,7 @@ Status RegionCache::Impl::layOut() {
   regions.resize(next);
   for (unsigned i = 0; i < std::max(1u, options.buffers); ++i) {
     buffers.push_back(std::make_unique<Buffer>());
-    buffers.back()->data = alignedBuffer(options.regionSize, 4096);
+    buffers.back()->data = allocatePages(options.regionSize);
     idleBuffers.push_back(buffers.back().get());
   }
   return Status::ok();
@@ -470,10 +478,8 @@ void RegionCache::Impl::runSealer() {
       toSeal.pop_front();
       ++sealing;
       lock.unlock();
-      seal(b);
+      write(b);
       lock.lock();
-      --sealing;
-      sealed.notify_all();
     } else if (needEvictionLocked()) {
       if (!evictOne(lock)) evictionBlocked = true;
     } else if (stopping) {
@@ -484,44 +490,99 @@ void RegionCache::Impl::runSealer() {
   }
 }
 
-// Writes the region, makes it durable, then records it: a crash at any step leaves the IndexDb
-// without the region (its entries absent after a restart), never pointing at unwritten bytes.
-void RegionCache::Impl::seal(Buffer* b) {
+// Sealing is two stages, so that a region buffer is busy only while its device writes it:
+// the sealer writes a region and frees its buffer at once (the bytes are readable on the device
+// from then on); the recorder then makes what was written durable (one flush a device) and
+// records it (one synced RocksDB batch) for every region written meanwhile. A flush and a synced
+// record cost as much as writing a 16 MiB region here, so paying them once a batch is what lets
+// the cache keep up with a cold stream. A crash at any step leaves the IndexDb without the
+// region (its entries absent after a restart), never pointing at bytes that were not durable.
+void RegionCache::Impl::write(Buffer* b) {
   const std::uint32_t r = b->region;
   Device& dev = *devices[deviceOf(r)];
   const std::size_t length = roundUp(std::max<std::uint32_t>(b->used, 1), dev.alignment());
   std::memset(b->data.get() + b->used, 0, length - b->used);
-  std::uint64_t seq;
+  Written w{.region = r};
   {
     std::lock_guard lock(mu);
-    seq = nextSeq++;
+    w.seq = nextSeq++;
   }
-  auto step = [&](SealStep s) { return !options.sealHook || options.sealHook(s); };
-  Status s;
-  if (!step(SealStep::kWrite)) return;  // a simulated crash: the region stays unsealed
-  s = dev.write(deviceOffset(r), b->data.get(), length);
-  if (s.isOk()) {
-    if (!step(SealStep::kFlush)) return;
-    s = dev.flush();
-  }
-  if (s.isOk()) {
-    if (!step(SealStep::kRecord)) return;
-    s = db.putRegion(RegionRecord{r, seq, b->entries});
-  }
-  std::lock_guard lock(mu);
-  noteDeviceLocked(deviceOf(r), s.isOk());
-  Region& g = regions[r];
-  g.buffer = nullptr;
-  idleBuffers.push_back(b);
-  if (!s.isOk()) {
-    spdlog::error("cache: sealing region {} on {} failed: {}", r, dev.name(), s.toString());
-    lastSealError = s;
-    freeRegionLocked(r, b->entries);
+  if (options.sealHook && !options.sealHook(SealStep::kWrite)) {  // a simulated crash
+    std::lock_guard lock(mu);
+    --sealing;
+    sealed.notify_all();
     return;
   }
+  const Status s = dev.write(deviceOffset(r), b->data.get(), length);
+  std::lock_guard lock(mu);
+  w.entries = std::move(b->entries);
+  regions[r].buffer = nullptr;
+  idleBuffers.push_back(b);
+  if (!s.isOk()) {
+    noteDeviceLocked(deviceOf(r), false);
+    finishSealLocked(w, s);
+    return;
+  }
+  toRecord.push_back(std::move(w));
+  recordWake.notify_one();
+}
+
+void RegionCache::Impl::runRecorder() {
+  std::unique_lock lock(mu);
+  for (;;) {
+    recordWake.wait(lock, [this] { return stopping || !toRecord.empty(); });
+    if (stopping) return;  // a clean stop has flushed everything; abandon() is a crash
+    std::vector<Written> batch = std::exchange(toRecord, {});
+    lock.unlock();
+    record(batch);
+    lock.lock();
+  }
+}
+
+// Flushes the devices the batch was written to, then records the regions whose device flushed.
+void RegionCache::Impl::record(std::vector<Written>& batch) {
+  auto giveUp = [&] {  // a simulated crash: the regions stay unrecorded
+    std::lock_guard lock(mu);
+    sealing -= static_cast<unsigned>(batch.size());
+    sealed.notify_all();
+  };
+  if (options.sealHook && !options.sealHook(SealStep::kFlush)) return giveUp();
+  std::vector<std::optional<Status>> flushed(devices.size());
+  for (const Written& w : batch) {
+    auto& f = flushed[deviceOf(w.region)];
+    if (!f) f = devices[deviceOf(w.region)]->flush();
+  }
+  if (options.sealHook && !options.sealHook(SealStep::kRecord)) return giveUp();
+  std::vector<RegionRecord> records;
+  for (const Written& w : batch) {
+    if (flushed[deviceOf(w.region)]->isOk()) records.push_back({w.region, w.seq, w.entries});
+  }
+  const Status recorded = records.empty() ? Status::ok() : db.putRegions(records);
+  std::lock_guard lock(mu);
+  for (std::size_t d = 0; d < devices.size(); ++d) {
+    if (flushed[d]) noteDeviceLocked(d, flushed[d]->isOk());
+  }
+  for (const Written& w : batch) {
+    const Status& f = *flushed[deviceOf(w.region)];
+    finishSealLocked(w, f.isOk() ? recorded : f);
+  }
+}
+
+void RegionCache::Impl::finishSealLocked(const Written& w, const Status& s) {
+  const std::uint32_t r = w.region;
+  --sealing;
+  sealed.notify_all();
+  if (!s.isOk()) {
+    spdlog::error("cache: sealing region {} on {} failed: {}", r, devices[deviceOf(r)]->name(),
+                  s.toString());
+    lastSealError = s;
+    freeRegionLocked(r, w.entries);
+    return;
+  }
+  Region& g = regions[r];
   g.state = State::kSealed;
-  g.sealSeq = seq;
-  g.recorded = b->entries.size();
+  g.sealSeq = w.seq;
+  g.recorded = w.entries.size();
   g.lastHit = std::chrono::steady_clock::now();
   if (g.lastAccess == 0) g.lastAccess = ++clock;
   recordedEntries += g.recorded;
@@ -606,6 +667,7 @@ Result<std::unique_ptr<RegionCache>> RegionCache::open(std::vector<Device*> devi
   TIERFS_RETURN_IF_ERROR(impl->load());
   Impl* raw = impl.get();
   impl->sealer = std::thread([raw] { raw->runSealer(); });
+  impl->recorder = std::thread([raw] { raw->runRecorder(); });
   return std::unique_ptr<RegionCache>(new RegionCache(std::move(impl)));
 }
 
@@ -620,7 +682,9 @@ RegionCache::~RegionCache() {
     impl_->stopping = true;
   }
   impl_->wake.notify_all();
+  impl_->recordWake.notify_all();
   impl_->sealer.join();
+  impl_->recorder.join();
 }
 
 std::optional<Bytes> RegionCache::lookup(const ChunkKey& key) { return impl_->lookup(key); }
@@ -653,7 +717,9 @@ void RegionCache::abandon() {
     impl_->toSeal.clear();
   }
   impl_->wake.notify_all();
+  impl_->recordWake.notify_all();
   if (impl_->sealer.joinable()) impl_->sealer.join();
+  if (impl_->recorder.joinable()) impl_->recorder.join();
 }
 
 RegionCacheStats RegionCache::stats() const {

@@ -42,7 +42,7 @@ struct RegionCacheOptions {
   std::chrono::seconds protectFor{3600};  // kTraining only
   // Regions being filled or sealed at once, each a buffer of regionSize in memory; an insert
   // that finds all of them waiting for their device is not admitted.
-  unsigned buffers = 2;
+  unsigned buffers = 3;
   // A partly filled region is sealed after this long without an insert, so that what a daemon
   // cached survives a kill -9 a little later (0: only full regions are sealed).
   std::chrono::milliseconds sealWhenIdle{1000};

@@ -12,13 +12,17 @@ namespace {
 
 constexpr std::size_t kPage = 4096;
 
-char* allocatePages(std::size_t bytes) {
+char* rawPages(std::size_t bytes) {
   void* p = std::aligned_alloc(kPage, (bytes + kPage - 1) / kPage * kPage);
   if (p == nullptr) throw std::bad_alloc();
   return static_cast<char*>(p);
 }
 
 }  // namespace
+
+std::shared_ptr<char> allocatePages(std::size_t bytes) {
+  return std::shared_ptr<char>(rawPages(std::max<std::size_t>(bytes, 1)), std::free);
+}
 
 struct BufferPool::State {
   std::size_t bufferBytes = 0, maxIdle = 0;
@@ -55,8 +59,7 @@ BufferPool& BufferPool::unpooled() {
 
 BufferPool::Buffer BufferPool::take(std::size_t length) {
   if (!pools(length)) {
-    return Buffer(std::shared_ptr<char>(allocatePages(std::max<std::size_t>(length, 1)), std::free),
-                  length);
+    return Buffer(allocatePages(length), length);
   }
   char* p = nullptr;
   {
@@ -68,7 +71,7 @@ BufferPool::Buffer BufferPool::take(std::size_t length) {
       ++state_->allocated;
     }
   }
-  if (p == nullptr) p = allocatePages(state_->bufferBytes);
+  if (p == nullptr) p = rawPages(state_->bufferBytes);
   return Buffer(std::shared_ptr<char>(p, [state = state_](char* q) { state->giveBack(q); }),
                 length);
 }
