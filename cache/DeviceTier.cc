@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "cache/ChunkCodec.h"
+#include "cache/DeviceLabel.h"
 #include "cache/FaultyDevice.h"
 
 namespace tierfs::cache {
@@ -31,9 +32,13 @@ std::uint64_t directoryBytes(const std::filesystem::path& dir) {
   return total;
 }
 
-std::string identityOf(const DeviceTierOptions& o) {
+// What the cached bytes belong to and how they are laid out; `labels` are the devices' ids
+// (DeviceLabel.h), so that a recreated or replaced device empties the index.
+std::string identityOf(const DeviceTierOptions& o, const std::vector<std::string>& labels) {
   std::string devices;
-  for (const DeviceSpec& d : o.devices) devices += fmt::format("{}:{};", d.path, d.size);
+  for (std::size_t i = 0; i < o.devices.size(); ++i) {
+    devices += fmt::format("{}:{}:{};", o.devices[i].path, o.devices[i].size, labels[i]);
+  }
   return fmt::format("tierfs-cache 1; owner {}; region {}; devices {}", o.owner,
                      o.regions.regionSize, devices);
 }
@@ -66,9 +71,14 @@ Result<std::unique_ptr<DeviceTier>> DeviceTier::open(DeviceTierOptions options) 
 
   std::unique_ptr<DeviceTier> tier(new DeviceTier());
   std::vector<Device*> raw;
+  std::vector<std::string> labels;
+  bool relabelled = false;
   for (std::size_t i = 0; i < options.devices.size(); ++i) {
     const DeviceSpec& spec = options.devices[i];
+    // The regions, then the device's label (past the last region: the regions' layout is the
+    // same with or without it).
     std::uint64_t room = spec.size - (i == 0 ? std::min(reserve, spec.size) : 0);
+    room -= std::min(room, kDeviceLabelBytes);
     room = room / options.regions.regionSize * options.regions.regionSize;
     if (room == 0) {
       return failure(Status::invalidArgument(
@@ -76,8 +86,15 @@ Result<std::unique_ptr<DeviceTier>> DeviceTier::open(DeviceTierOptions options) 
                       spec.size, options.regions.regionSize,
                       i == 0 ? fmt::format(" besides the index's {} bytes", reserve) : "")));
     }
-    TIERFS_ASSIGN_OR_RETURN(auto dev,
-                            openFileDevice(FileDeviceOptions{.path = spec.path, .size = room}));
+    TIERFS_ASSIGN_OR_RETURN(auto dev, openFileDevice(FileDeviceOptions{
+                                          .path = spec.path, .size = room + kDeviceLabelBytes}));
+    TIERFS_ASSIGN_OR_RETURN(DeviceLabel label, readOrWriteDeviceLabel(*dev, room));
+    if (label.fresh) {
+      spdlog::info("cache device {}: new, recreated or overwritten: labelled {}", spec.path,
+                   label.id);
+    }
+    relabelled |= label.fresh;
+    labels.push_back(label.id);
     if (!options.faultFile.empty()) {
       spdlog::warn("cache device {}: faults injected from {}: for tests only", spec.path,
                    options.faultFile);
@@ -87,9 +104,13 @@ Result<std::unique_ptr<DeviceTier>> DeviceTier::open(DeviceTierOptions options) 
     tier->devices_.push_back(std::move(dev));
   }
   bool wiped = false;
-  TIERFS_ASSIGN_OR_RETURN(tier->db_, IndexDb::open(options.indexDir, identityOf(options), &wiped));
-  if (wiped)
-    spdlog::warn("cache: {} held another volume's or layout's chunks: emptied", options.indexDir);
+  TIERFS_ASSIGN_OR_RETURN(tier->db_,
+                          IndexDb::open(options.indexDir, identityOf(options, labels), &wiped));
+  if (wiped) {
+    spdlog::warn("cache: {} held {}: emptied", options.indexDir,
+                 relabelled ? "the chunks of a device that is new or was recreated"
+                            : "another volume's or layout's chunks");
+  }
   TIERFS_ASSIGN_OR_RETURN(tier->regions_, RegionCache::open(raw, *tier->db_, options.regions));
   TIERFS_ASSIGN_OR_RETURN(tier->listings_,
                           ListingCache::open(*tier->db_, listingBudgetFor(reserve)));

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <random>
 #include <thread>
 
@@ -129,6 +130,33 @@ TEST_F(DeviceTierTest, ARestartKeepsTheCacheAndAnotherVolumeEmptiesIt) {
   owner_ = "volume-b";
   openAll();
   EXPECT_FALSE(tier_->contains(key));
+}
+
+// Removing the cache file to clear the cache, and keeping its index, used to leave an index that
+// named bytes the new file did not hold: every hit a checksum mismatch, and the device soon taken
+// out of service. The device's label says it is not the one the index was made for.
+TEST_F(DeviceTierTest, ARecreatedCacheFileComesBackEmptyAndInService) {
+  std::vector<ChunkKey> keys;
+  for (std::uint32_t i = 0; i < 12; ++i) {
+    keys.push_back({15, 1, i});
+    putChunk(keys.back(), randomBytes(300'000, 300 + i));
+    ASSERT_TRUE(read(keys.back()));
+  }
+  openAll();  // a clean restart: every entry sealed and recorded
+  ASSERT_TRUE(tier_->contains(keys[0]));
+  chunks_.reset();
+  tier_.reset();
+  std::filesystem::remove(dir_.path() / "cache0");
+  openAll();
+  for (std::uint32_t i = 0; i < keys.size(); ++i) {
+    EXPECT_FALSE(tier_->contains(keys[i]));
+    ASSERT_EQ(read(keys[i])->view(), randomBytes(300'000, 300 + i));
+  }
+  const cache::RegionCacheStats s = tier_->stats();
+  EXPECT_EQ(s.corruptions, 0u);
+  EXPECT_EQ(s.failedDevices, 0u);
+  openAll();  // and the new file's label is kept: what it cached survives a restart
+  EXPECT_TRUE(tier_->contains(keys[0]));
 }
 
 TEST_F(DeviceTierTest, SecondMissAdmissionKeepsOneOffReadsAndWritesOut) {
