@@ -4,9 +4,10 @@
 # daemon's CPU seconds and minor page faults per MiB, what it fetched from RADOS and what its cache
 # device kept, beside `rados bench seq` of 4 MiB objects in the same run. With --against OTHER
 # (another build's tierfs binary) each round runs both binaries, ABBA order, so the ratio of the
-# two is read within one run.
+# two is read within one run. With --second-pass, the readers stream their shards again in the
+# same mount after the page cache is dropped: what the cache kept, and how fast it serves it.
 # Usage: tests/bench/shard_streams.sh [--readers N] [--size SIZE] [--rounds N] [--against BIN]
-#                                     [--build DIR]
+#                                     [--build DIR] [--second-pass]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 readers=4
@@ -14,6 +15,7 @@ size=256M
 rounds=3
 against=
 build=build
+second=
 while [[ $# -gt 0 ]]; do
   case $1 in
     --readers) readers=$2; shift 2 ;;
@@ -21,7 +23,9 @@ while [[ $# -gt 0 ]]; do
     --rounds) rounds=$2; shift 2 ;;
     --against) against=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
-    *) echo "usage: $0 [--readers N] [--size SIZE] [--rounds N] [--against BIN] [--build DIR]" >&2
+    --second-pass) second=1; shift ;;
+    *) echo "usage: $0 [--readers N] [--size SIZE] [--rounds N] [--against BIN] [--build DIR]" \
+            "[--second-pass]" >&2
        exit 2 ;;
   esac
 done
@@ -63,8 +67,19 @@ field() {  # /proc/PID/stat field N
   awk -v n="$1" '{print $n}' "/proc/$2/stat"
 }
 
-one_run() {  # BINARY -> "MiB/s cpu_s faults_per_mib backend_mib device_entries"
-  local bin=$1 i t0 t1 c0 c1 f0 f1 st
+stream_all() {  # every reader streams its shard once; waits for them
+  local i pids=()
+  for ((i = 0; i < readers; i++)); do
+    dd if="$mnt/shards/s$i" of=/dev/null bs=1M status=none &
+    pids+=($!)
+  done
+  wait "${pids[@]}"
+}
+
+# BINARY -> "MiB/s cpu_s faults_per_mib backend_mib device_entries second_mibs second_backend_mib"
+# (the last two "-" without --second-pass)
+one_run() {
+  local bin=$1 i t0 t1 c0 c1 f0 f1 st t2=0 t3=0 st2='""'
   rm -rf "$work/cache"
   mkdir -p "$work/cache"
   "$bin" mount -f "${flags[@]}" --read-only --cache-device "$work/cache/dev0=$((2 * readers * shard_mib))M" \
@@ -77,26 +92,36 @@ one_run() {  # BINARY -> "MiB/s cpu_s faults_per_mib backend_mib device_entries"
   c0=$(( $(field 14 "$daemon") + $(field 15 "$daemon") ))
   f0=$(field 10 "$daemon")
   t0=$(date +%s.%N)
-  local pids=()
-  for ((i = 0; i < readers; i++)); do
-    dd if="$mnt/shards/s$i" of=/dev/null bs=1M status=none &
-    pids+=($!)
-  done
-  wait "${pids[@]}"
+  stream_all
   t1=$(date +%s.%N)
   c1=$(( $(field 14 "$daemon") + $(field 15 "$daemon") ))
   f1=$(field 10 "$daemon")
   st=$("$tierfs" status --json)
+  if [[ -n $second ]]; then
+    sync
+    echo 3 > /proc/sys/vm/drop_caches
+    t2=$(date +%s.%N)
+    stream_all
+    t3=$(date +%s.%N)
+    st2=$("$tierfs" status --json)
+  fi
   fusermount3 -u "$mnt"
   wait "$daemon"
   daemon=
-  python3 - "$t0" "$t1" "$c0" "$c1" "$f0" "$f1" "$((readers * shard_mib))" "$st" <<'EOF'
+  python3 - "$t0" "$t1" "$c0" "$c1" "$f0" "$f1" "$((readers * shard_mib))" "$t2" "$t3" "$st" \
+    "$st2" <<'EOF'
 import json, sys
-t0, t1, c0, c1, f0, f1, mib = map(float, sys.argv[1:8])
-st = json.loads(sys.argv[8])
-st = st[0] if isinstance(st, list) else st
+t0, t1, c0, c1, f0, f1, mib, t2, t3 = map(float, sys.argv[1:10])
+def status(text):
+    st = json.loads(text)
+    return st[0] if isinstance(st, list) else st
+st, st2 = status(sys.argv[10]), status(sys.argv[11])
+second = "- -"
+if st2:
+    from_backend = (st2['bytes_from_backend'] - st['bytes_from_backend']) / 2**20
+    second = f"{mib / (t3 - t2):.0f} {from_backend:.0f}"
 print(f"{mib / (t1 - t0):.0f} {(c1 - c0) / 100:.1f} {(f1 - f0) / mib:.0f} "
-      f"{st['bytes_from_backend'] / 2**20:.0f} {st['entries']}")
+      f"{st['bytes_from_backend'] / 2**20:.0f} {st['entries']} {second}")
 EOF
 }
 
@@ -110,18 +135,20 @@ rados_seq() {
 }
 
 echo "$readers readers x $shard_mib MiB, cold; $rounds round(s)"
-echo "| round | binary | MiB/s | daemon CPU s | page faults / MiB | from RADOS MiB | device entries |"
-echo "|---|---|---|---|---|---|---|"
+echo "| round | binary | MiB/s | daemon CPU s | page faults / MiB | from RADOS MiB | device entries |" \
+  "second pass MiB/s | second pass from RADOS MiB |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for ((r = 1; r <= rounds; r++)); do
   order=("$tierfs")
   if [[ -n $against ]]; then
     if ((r % 2)); then order=("$tierfs" "$against"); else order=("$against" "$tierfs"); fi
   fi
   for bin in "${order[@]}"; do
-    read -r mibs cpu faults backend entries < <(one_run "$bin")
+    read -r mibs cpu faults backend entries second_mibs second_backend < <(one_run "$bin")
     label=this
     [[ $bin == "$tierfs" ]] || label=against
-    echo "| $r | $label | $mibs | $cpu | $faults | $backend | $entries |"
+    echo "| $r | $label | $mibs | $cpu | $faults | $backend | $entries | $second_mibs |" \
+      "$second_backend |"
   done
 done
 echo "rados bench seq, 4 MiB objects, 16 in flight: $(rados_seq) MiB/s"
