@@ -46,6 +46,10 @@ Result<Duration> parseDuration(std::string_view text) {
     return failure(Status::invalidArgument(
         fmt::format("'{}': unknown duration unit '{}' (use ms, s, m or h)", text, unit)));
   }
+  // Beyond what a Duration holds (~292 years of nanoseconds) the conversion is undefined.
+  if (seconds >= std::chrono::duration<double>(Duration::max()).count()) {
+    return failure(Status::invalidArgument(fmt::format("'{}' is too long a duration", text)));
+  }
   return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(seconds));
 }
 

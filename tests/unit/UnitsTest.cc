@@ -28,6 +28,14 @@ TEST(UnitsTest, BadDurationsNameWhatWasWrong) {
   }
   EXPECT_NE(parseDuration("5y").error().message().find("unknown duration unit 'y'"),
             std::string::npos);
+  // Found by the config fuzzer: converting 1e98 s to nanoseconds was undefined behaviour.
+  for (const char* tooLong : {"1e98", "1e10s", "200000000m", "3000000h"}) {
+    auto r = parseDuration(tooLong);
+    ASSERT_FALSE(r) << tooLong;
+    EXPECT_NE(r.error().message().find("too long a duration"), std::string::npos)
+        << r.error().toString();
+  }
+  EXPECT_TRUE(parseDuration("100000h"));  // 11 years: fine
 }
 
 TEST(UnitsTest, SizesUseBinaryUnits) {
