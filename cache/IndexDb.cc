@@ -138,12 +138,10 @@ class RocksIndexDb final : public IndexDb {
       TIERFS_RETURN_IF_ERROR(fromRocks(batch.Delete(regionKey(kAccessPrefix, record.region)),
                                        "batching a region record"));
     }
-    if (records.size() == 1) {
-      return write(batch, /*sync=*/true,
-                   fmt::format("writing the record of region {}", records[0].region));
-    }
     return write(batch, /*sync=*/true,
-                 fmt::format("writing the records of {} regions", records.size()));
+                 records.size() == 1
+                     ? fmt::format("writing the record of region {}", records[0].region)
+                     : fmt::format("writing the records of {} regions", records.size()));
   }
 
   Status rewriteRegion(const RegionRecord& record) override {

@@ -135,6 +135,8 @@ struct RegionCache::Impl {
   bool openRegionLocked();
   void handOffLocked();
   void runSealer();
+  // The test hook simulates a crash before `step` (RegionCacheOptions::sealHook).
+  bool crashesAt(SealStep step) const { return options.sealHook && !options.sealHook(step); }
   void write(Buffer* b);
   void runRecorder();
   void record(std::vector<Written>& batch);
@@ -507,7 +509,7 @@ void RegionCache::Impl::write(Buffer* b) {
     std::lock_guard lock(mu);
     w.seq = nextSeq++;
   }
-  if (options.sealHook && !options.sealHook(SealStep::kWrite)) {  // a simulated crash
+  if (crashesAt(SealStep::kWrite)) {
     std::lock_guard lock(mu);
     --sealing;
     sealed.notify_all();
@@ -541,18 +543,18 @@ void RegionCache::Impl::runRecorder() {
 
 // Flushes the devices the batch was written to, then records the regions whose device flushed.
 void RegionCache::Impl::record(std::vector<Written>& batch) {
-  auto giveUp = [&] {  // a simulated crash: the regions stay unrecorded
+  auto giveUp = [&] {  // the regions stay unrecorded
     std::lock_guard lock(mu);
     sealing -= static_cast<unsigned>(batch.size());
     sealed.notify_all();
   };
-  if (options.sealHook && !options.sealHook(SealStep::kFlush)) return giveUp();
+  if (crashesAt(SealStep::kFlush)) return giveUp();
   std::vector<std::optional<Status>> flushed(devices.size());
   for (const Written& w : batch) {
     auto& f = flushed[deviceOf(w.region)];
     if (!f) f = devices[deviceOf(w.region)]->flush();
   }
-  if (options.sealHook && !options.sealHook(SealStep::kRecord)) return giveUp();
+  if (crashesAt(SealStep::kRecord)) return giveUp();
   std::vector<RegionRecord> records;
   for (const Written& w : batch) {
     if (flushed[deviceOf(w.region)]->isOk()) records.push_back({w.region, w.seq, w.entries});

@@ -8,6 +8,10 @@
 
 namespace tierfs {
 
+// `bytes` (rounded up to whole pages) of page-aligned memory, freed with the last owner: what
+// O_DIRECT transfers need, and what every pooled buffer is.
+std::shared_ptr<char> allocatePages(std::size_t bytes);
+
 // Chunk-sized buffers that come back to a free list when the last Bytes sharing one is dropped.
 // Why: a chunk fetched from RADOS arrives in a buffer librados allocated, and a cache that keeps
 // those buffers makes glibc map fresh memory for every new chunk (it hands large freed blocks
@@ -18,10 +22,6 @@ namespace tierfs {
 //
 // Only requests of more than half a buffer are pooled: a pooled buffer keeps all its pages, and a
 // 100 KB file must not hold 4 MiB of them. Thread-safe; Bytes may outlive the pool.
-// `bytes` (rounded up to whole pages) of page-aligned memory, freed with the last owner: what
-// O_DIRECT transfers need, and what every pooled buffer is.
-std::shared_ptr<char> allocatePages(std::size_t bytes);
-
 class BufferPool {
  public:
   // Buffers of `bufferBytes`; at most `maxIdle` of them wait on the free list (the rest go back
