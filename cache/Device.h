@@ -54,6 +54,11 @@ struct FileDeviceOptions {
 };
 Result<std::unique_ptr<Device>> openFileDevice(const FileDeviceOptions& options);
 
+// Whether `path` names a device rather than a cache file: a block device, or any name in /dev's
+// own filesystem (a missing or mistyped device must not become a file there). Filesystems
+// mounted under /dev (/dev/shm) hold cache files like any other.
+bool namesDevice(const std::string& path);
+
 // A device in memory, for tests: it can drop the writes that no flush() made durable (a crash)
 // and fail the next I/Os (an injected error).
 class MemoryDevice : public Device {

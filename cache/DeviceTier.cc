@@ -59,7 +59,7 @@ Result<std::unique_ptr<DeviceTier>> DeviceTier::open(DeviceTierOptions options) 
   if (options.devices.empty()) return failure(Status::invalidArgument("[cache] names no device"));
   const std::uint64_t reserve = indexReserve(options.devices[0].size);
   if (options.indexDir.empty()) {
-    if (options.devices[0].path.starts_with("/dev/")) {
+    if (namesDevice(options.devices[0].path)) {
       return failure(Status::invalidArgument(fmt::format(
           "cache device {} is a block device: [cache] index_dir must say where the index goes",
           options.devices[0].path)));

@@ -32,6 +32,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -214,7 +215,7 @@ Status FileDevice::openFile() {
   }
   const bool block = existed && S_ISBLK(st.st_mode);
   // A mistyped device name would otherwise become a file in /dev's memory filesystem.
-  if (!existed && path_.starts_with("/dev/")) {
+  if (!existed && namesDevice(path_)) {
     return Status::notFound(fmt::format("cache device {}: no such device", path_));
   }
   if (!block && roundDown(options_.size, kMinAlignment) == 0) {
@@ -506,6 +507,15 @@ void FileDevice::fatal(std::string_view what, int err) const {
 
 Result<std::unique_ptr<Device>> openFileDevice(const FileDeviceOptions& options) {
   return FileDevice::open(options);
+}
+
+bool namesDevice(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISBLK(st.st_mode)) return true;
+  struct stat dir {
+  }, dev{};
+  const std::string parent = std::filesystem::path(path).parent_path().string();
+  return ::stat(parent.c_str(), &dir) == 0 && ::stat("/dev", &dev) == 0 && dir.st_dev == dev.st_dev;
 }
 
 }  // namespace tierfs::cache

@@ -456,6 +456,28 @@ TEST_F(FileDeviceTest, MissingDirectoryIsAnErrorNamingThePath) {
       << device.error().toString();
 }
 
+// A mistyped device name is an error, not a new file in /dev's memory filesystem; a filesystem
+// mounted under /dev (/dev/shm, memory) holds cache files like any other.
+TEST_F(FileDeviceTest, AMissingDeviceIsNotCreatedButAFileUnderDevShmIs) {
+  const std::string mistyped = "/dev/tierfs-test-no-such-device";
+  auto device = openFileDevice(FileDeviceOptions{.path = mistyped, .size = kMiB});
+  EXPECT_CODE(device, StatusCode::kNotFound);
+  EXPECT_FALSE(std::filesystem::exists(mistyped));
+  EXPECT_TRUE(cache::namesDevice(mistyped));
+
+  struct stat shm {
+  }, dev{};
+  if (::stat("/dev/shm", &shm) != 0 || ::stat("/dev", &dev) != 0 || shm.st_dev == dev.st_dev) {
+    GTEST_SKIP() << "/dev/shm is not a filesystem of its own here";
+  }
+  testing::TempDir inShm("/dev/shm");
+  const std::string file = (inShm.path() / "cache").string();
+  EXPECT_FALSE(cache::namesDevice(file));
+  auto made = openFileDevice(FileDeviceOptions{.path = file, .size = kMiB});
+  ASSERT_OK(made);
+  EXPECT_EQ((*made)->size(), kMiB);
+}
+
 TEST_F(FileDeviceTest, ADirectoryIsNotADevice) {
   std::filesystem::create_directory(path("dir"));
   auto device = open("dir", kMiB);
