@@ -248,9 +248,11 @@ Result<FrameHeader> parseFrameHeader(std::string_view frame) {
 namespace {
 
 // Parses `frame` and verifies its payload check and, for a raw frame, its checksum: what is left
-// to do is decompressing (and checking) a zstd payload.
-Result<FrameHeader> verifyFrame(std::string_view frame) {
+// to do is decompressing (and checking) a zstd payload. `bytesChecked`: a stronger checksum over
+// the whole frame has just passed, so the payload is not hashed again.
+Result<FrameHeader> verifyFrame(std::string_view frame, bool bytesChecked = false) {
   TIERFS_ASSIGN_OR_RETURN(const FrameHeader header, parseFrameHeader(frame));
+  if (bytesChecked) return header;
   const std::string_view payload = frame.substr(kFrameHeaderSize);
   const std::uint64_t payloadHash = XXH3_64bits(payload.data(), payload.size());
   // Before decompressing: damage is caught at hashing speed (several times zstd's) and costs no
@@ -267,14 +269,22 @@ Status decompressFrame(const FrameHeader& header, std::string_view frame, char* 
   return checkRaw(XXH3_64bits(raw, header.rawLength), header.checksum);
 }
 
-}  // namespace
-
-Result<Bytes> decodeChunkShared(const Bytes& frame, BufferPool* pool) {
-  TIERFS_ASSIGN_OR_RETURN(const FrameHeader header, verifyFrame(frame.view()));
+Result<Bytes> decodeShared(const Bytes& frame, BufferPool* pool, bool bytesChecked) {
+  TIERFS_ASSIGN_OR_RETURN(const FrameHeader header, verifyFrame(frame.view(), bytesChecked));
   if (header.codec == Codec::kNone) return frame.slice(kFrameHeaderSize, header.storedLength);
   BufferPool::Buffer raw = (pool ? *pool : BufferPool::unpooled()).take(header.rawLength);
   TIERFS_RETURN_IF_ERROR(decompressFrame(header, frame.view(), raw.data()));
   return std::move(raw).seal();
+}
+
+}  // namespace
+
+Result<Bytes> decodeChunkShared(const Bytes& frame, BufferPool* pool) {
+  return decodeShared(frame, pool, false);
+}
+
+Result<Bytes> decodeCheckedChunk(const Bytes& frame, BufferPool* pool) {
+  return decodeShared(frame, pool, true);
 }
 
 Result<Bytes> decodeChunkOwned(const Bytes& frame, BufferPool& pool) {

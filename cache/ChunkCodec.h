@@ -73,6 +73,11 @@ Result<std::string> decodeChunk(std::string_view frame);
 // A compressed frame is decompressed into a buffer of `pool` (null: one allocated for it).
 Result<Bytes> decodeChunkShared(const Bytes& frame, BufferPool* pool = nullptr);
 
+// The same, for a frame whose every byte a stronger check has just verified (a cache device's
+// entry: XXH3-64 over the whole frame): the payload is not hashed again. The header's lengths
+// are still checked, and a compressed payload's raw bytes after decompressing.
+Result<Bytes> decodeCheckedChunk(const Bytes& frame, BufferPool* pool = nullptr);
+
 // The same, for a frame whose buffer should not be kept (a librados reply): chunk-sized raw bytes
 // are copied into a buffer of `pool`, so that the frame's buffer is freed and reused: see
 // BufferPool for why.

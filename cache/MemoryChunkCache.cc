@@ -70,30 +70,18 @@ class MemoryChunkCache final : public ChunkCache {
     return entries_.count(key) > 0;
   }
 
+  // A warm-up joins a fetch under way (a reader's or another warm-up's) and marks it as one to
+  // keep; a reader that asks while a warm-up's fetch is under way joins it (and raises it).
   void warm(const ChunkKey& key, Callback<std::uint64_t> done, Priority priority) override {
     if (holds(key)) return done(std::uint64_t{0});
-    scheduler_.read(key.objectName(), priority, options_.chunkBytes,
-                    [this, key, priority, done = std::move(done)](Result<Bytes> frame) mutable {
-                      codecPool_.post([this, key, priority, frame = std::move(frame), done]() {
-                        if (!frame) return done(failure(frame.error()));
-                        count(&ChunkCacheStats::backendReads, &ChunkCacheStats::bytesFromBackend,
-                              frame->size());
-                        Result<Bytes> raw = decodeFetched(*frame);  // never keep a damaged one
-                        if (!raw) return done(failure(raw.error()));
-                        if (options_.device) {
-                          options_.device->insert(key, *frame, *raw, Origin::kWarmed);
-                        } else {
-                          insert(key, *raw);
-                        }
-                        if (!holds(key)) {
-                          return done(failure(Status::noSpace(fmt::format(
-                              "chunk {}: the cache took no more (full, or every region protected)",
-                              key.objectName()))));
-                        }
-                        if (priority != Priority::kWarm) notePrefetched(key);  // a sweep
-                        done(std::uint64_t{frame->size()});
-                      });
-                    });
+    {
+      std::lock_guard lock(mu_);
+      auto [it, first] = inFlight_.try_emplace(key);
+      it->second.warmers.push_back(std::move(done));
+      if (!first) return;
+      it->second.startedByWarmUp = true;
+    }
+    fetch(key, priority);
   }
 
   std::uint64_t roomBytes() const override {
@@ -125,7 +113,7 @@ class MemoryChunkCache final : public ChunkCache {
       }
       if (!hit) {
         auto [it, first] = inFlight_.try_emplace(key);
-        it->second.push_back(std::move(done));
+        it->second.readers.push_back(std::move(done));
         joined = !first;
         // A reader caught up with a fetch under way: if it is a prefetch, it paid off.
         if (joined && priority == Priority::kDemand) readerJoined_.insert(ChunkKeyHash{}(key));
@@ -180,7 +168,8 @@ class MemoryChunkCache final : public ChunkCache {
   // checksum yet does not decode, goes to the back end.
   void readFromDevice(const ChunkKey& key, Priority priority) {
     if (std::optional<Bytes> frame = options_.device->lookup(key)) {
-      if (Result<Bytes> raw = decodeChunkShared(*frame, buffers_.get())) {
+      // The device checked the entry (XXH3-64 of the whole frame).
+      if (Result<Bytes> raw = decodeCheckedChunk(*frame, buffers_.get())) {
         count(&ChunkCacheStats::deviceHits, &ChunkCacheStats::bytesFromDevice, frame->size());
         return finishRead(key, std::move(raw));
       }
@@ -196,13 +185,24 @@ class MemoryChunkCache final : public ChunkCache {
                         if (!frame) return finishRead(key, failure(frame.error()));
                         count(&ChunkCacheStats::backendReads, &ChunkCacheStats::bytesFromBackend,
                               frame->size());
-                        Result<Bytes> raw = decodeFetched(*frame);
-                        if (raw && options_.device)
-                          options_.device->insert(key, *frame, *raw, Origin::kFetched);
-                        if (raw && priority != Priority::kDemand) notePrefetched(key);
-                        finishRead(key, std::move(raw));
+                        Result<Bytes> raw = decodeFetched(*frame);  // never keep a damaged one
+                        if (raw && options_.device) {
+                          options_.device->insert(
+                              key, *frame, *raw,
+                              warmUpWants(key) ? Origin::kWarmed : Origin::kFetched);
+                        }
+                        // Fetched ahead of readers (read-ahead, hints, sweeps; not warm-ups).
+                        if (raw && priority != Priority::kDemand && priority != Priority::kWarm)
+                          notePrefetched(key);
+                        finishRead(key, std::move(raw), &*frame);
                       });
                     });
+  }
+
+  bool warmUpWants(const ChunkKey& key) const {
+    std::lock_guard lock(mu_);
+    auto it = inFlight_.find(key);
+    return it != inFlight_.end() && !it->second.warmers.empty();
   }
 
   // Remembers a chunk fetched ahead of any reader, in two generations of keys (the older is
@@ -234,16 +234,40 @@ class MemoryChunkCache final : public ChunkCache {
     counters_.*bytes += n;
   }
 
-  void finishRead(const ChunkKey& key, Result<Bytes> result) {
-    std::vector<Callback<Bytes>> waiters;
+  // Answers everyone waiting for the chunk. Memory keeps it for readers (and without devices);
+  // a warm-up alone puts it on the devices only. `fetched`: the frame, when it came from the back
+  // end; its size is reported to the warm-up that started the fetch (one that joined fetched
+  // nothing).
+  void finishRead(const ChunkKey& key, Result<Bytes> result, const Bytes* fetched = nullptr) {
+    Pending pending;
     {
       std::lock_guard lock(mu_);
-      if (result) insertLocked(key, *result);
-      waiters = std::move(inFlight_[key]);
-      inFlight_.erase(key);
+      auto it = inFlight_.find(key);
+      if (it != inFlight_.end()) {
+        pending = std::move(it->second);
+        inFlight_.erase(it);
+      }
       readerJoined_.erase(ChunkKeyHash{}(key));
+      if (result && (!pending.readers.empty() || !options_.device)) insertLocked(key, *result);
     }
-    for (auto& w : waiters) w(result);
+    for (auto& r : pending.readers) r(result);
+    if (result && fetched && options_.device && !pending.warmers.empty() && !holds(key)) {
+      // A warm-up joined after the fetch was offered to the devices as a reader's, not admitted.
+      options_.device->insert(key, *fetched, *result, Origin::kWarmed);
+    }
+    for (std::size_t i = 0; i < pending.warmers.size(); ++i) {
+      auto& w = pending.warmers[i];
+      if (!result) {
+        w(failure(result.error()));
+      } else if (!holds(key)) {
+        w(failure(Status::noSpace(
+            fmt::format("chunk {}: the cache took no more (full, or every region protected)",
+                        key.objectName()))));
+      } else {
+        const bool starter = i == 0 && pending.startedByWarmUp && fetched;
+        w(starter ? std::uint64_t{fetched->size()} : std::uint64_t{0});
+      }
+    }
   }
 
   std::optional<Bytes> lookupLocked(const ChunkKey& key) {
@@ -283,7 +307,13 @@ class MemoryChunkCache final : public ChunkCache {
   std::unordered_map<ChunkKey, Entry, ChunkKeyHash> entries_;
   std::list<ChunkKey> lru_;  // most recently used first
   std::uint64_t bytes_ = 0;
-  std::unordered_map<ChunkKey, std::vector<Callback<Bytes>>, ChunkKeyHash> inFlight_;
+  // A chunk being read (from a device or the back end) and who waits for it.
+  struct Pending {
+    std::vector<Callback<Bytes>> readers;
+    std::vector<Callback<std::uint64_t>> warmers;  // warm-ups and sweeps: keep it on the devices
+    bool startedByWarmUp = false;                  // warmers[0] started the fetch
+  };
+  std::unordered_map<ChunkKey, Pending, ChunkKeyHash> inFlight_;
   ChunkCacheStats counters_;
   absl::flat_hash_set<std::uint64_t> prefetched_, prefetchedBefore_;
   absl::flat_hash_set<std::uint64_t> readerJoined_;  // fetches under way a reader waits for

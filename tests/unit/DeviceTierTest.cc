@@ -3,12 +3,15 @@
 // one back-end read, and the admission and compression settings do what they say.
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
+#include <future>
 #include <random>
 #include <thread>
 
 #include "backends/DirStore.h"
+#include "backends/FaultyStore.h"
 #include "backends/SyncStore.h"
 #include "cache/ChunkCache.h"
 #include "cache/ChunkCodec.h"
@@ -42,7 +45,8 @@ class DeviceTierTest : public ::testing::Test {
       auto store = backends::DirStore::open({.root = dir_.path() / "store", .durable = false});
       ASSERT_TRUE(store) << store.error().toString();
       dirStore_ = std::move(*store);
-      store_ = std::make_unique<CountingStore>(*dirStore_);
+      faulty_ = std::make_unique<backends::FaultyStore>(*dirStore_, 1);  // no faults unless asked
+      store_ = std::make_unique<CountingStore>(*faulty_);
     }
     DeviceTierOptions o = options_;
     o.devices = {{(dir_.path() / "cache0").string(), 64 << 20}};
@@ -76,6 +80,7 @@ class DeviceTierTest : public ::testing::Test {
   DeviceTierOptions options_;
   std::string owner_ = "volume-a";
   std::unique_ptr<backends::ObjectStore> dirStore_;
+  std::unique_ptr<backends::FaultyStore> faulty_;
   std::unique_ptr<CountingStore> store_;
   std::unique_ptr<DeviceTier> tier_;
   std::unique_ptr<cache::ChunkCache> chunks_;
@@ -175,6 +180,45 @@ TEST_F(DeviceTierTest, SecondMissAdmissionKeepsOneOffReadsAndWritesOut) {
   EXPECT_EQ(chunks_->stats().deviceNotAdmitted, 3u);  // once, twice's first miss, written
 }
 
+// A sweep or warm-up and a reader that want the same chunk at the same time share one back-end
+// read, whichever asked first, and the chunk is kept as a warm-up's (admitted even where a
+// reader's first miss is not).
+TEST_F(DeviceTierTest, AWarmUpAndAReaderOfOneChunkShareOneFetch) {
+  options_.admission = Admission::kSecondMiss;
+  openAll();
+  const ChunkKey warmedFirst{15, 1, 0}, readFirst{16, 1, 0};
+  const std::string rawA = randomBytes(100'000, 8), rawB = randomBytes(100'000, 9);
+  putChunk(warmedFirst, rawA);
+  putChunk(readFirst, rawB);
+  // Long enough that the second asker always finds the first one's fetch under way.
+  faulty_->addRule(backends::FaultRule{.op = backends::FaultOp::kRead,
+                                       .action = backends::FaultAction::kDelay,
+                                       .delay = std::chrono::milliseconds(300)});
+
+  std::promise<Result<std::uint64_t>> warmA;
+  chunks_->warm(warmedFirst, [&](Result<std::uint64_t> r) { warmA.set_value(r); });
+  auto gotA = read(warmedFirst);  // joins the warm-up's fetch
+  ASSERT_TRUE(gotA);
+  EXPECT_EQ(gotA->view(), rawA);
+  auto fetchedA = warmA.get_future().get();
+  ASSERT_TRUE(fetchedA);
+  EXPECT_GT(*fetchedA, 0u);  // the warm-up that started the fetch reports its bytes
+
+  std::promise<Result<Bytes>> readB;
+  chunks_->read(readFirst, [&](Result<Bytes> r) { readB.set_value(std::move(r)); });
+  auto warmB = backends::waitFor<std::uint64_t>(
+      [&](auto cb) { chunks_->warm(readFirst, cb, cache::Priority::kSweep); });
+  ASSERT_TRUE(warmB) << warmB.error().toString();
+  EXPECT_EQ(*warmB, 0u);  // it joined the reader's fetch
+  auto gotB = readB.get_future().get();
+  ASSERT_TRUE(gotB);
+  EXPECT_EQ(gotB->view(), rawB);
+
+  EXPECT_EQ(store_->counts().reads, 2u);
+  EXPECT_TRUE(tier_->contains(warmedFirst));
+  EXPECT_TRUE(tier_->contains(readFirst));  // a first miss, kept because a warm-up joined it
+}
+
 TEST_F(DeviceTierTest, CompressedChunksTakeLessRoomUnlessKeptDecompressed) {
   const std::string text(512 << 10, 'a');  // compresses to almost nothing
   putChunk({14, 1, 0}, text);
@@ -233,6 +277,21 @@ TEST(DeviceTierOptions, ABlockDeviceNeedsAnIndexDirectory) {
   auto tier = DeviceTier::open(o);
   ASSERT_FALSE(tier);
   EXPECT_NE(tier.error().message().find("index_dir"), std::string::npos);
+}
+
+TEST(DeviceTierOptions, ACacheFileUnderDevShmKeepsItsIndexBesideIt) {
+  struct stat shm {
+  }, dev{};
+  if (::stat("/dev/shm", &shm) != 0 || ::stat("/dev", &dev) != 0 || shm.st_dev == dev.st_dev) {
+    GTEST_SKIP() << "/dev/shm is not a filesystem of its own here";
+  }
+  TempDir dir("/dev/shm");
+  DeviceTierOptions o;
+  o.devices = {{(dir.path() / "cache0").string(), 64 << 20}};
+  o.regions.regionSize = 1 << 20;
+  auto tier = DeviceTier::open(o);
+  ASSERT_TRUE(tier) << tier.error().toString();
+  EXPECT_TRUE(std::filesystem::is_directory(dir.path() / "cache0.index"));
 }
 
 }  // namespace
