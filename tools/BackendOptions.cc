@@ -17,9 +17,13 @@ using backends::BackendKind;
 using backends::StoreConfig;
 
 // `checkKeyring`: refuse a keyring that others may read (when the file's is the one used).
-Status readBackendSection(const ConfigSection& b, StoreConfig& cfg, bool checkKeyring) {
+// `flagsNameIt`: --backend was given, so a file of tuning alone (no [backend]) is fine.
+Status readBackendSection(const ConfigSection& b, StoreConfig& cfg, bool checkKeyring,
+                          bool flagsNameIt) {
   if (!b.present()) {
-    return Status::invalidArgument("no [backend] section (type = \"dir\" or \"rados\")");
+    if (flagsNameIt) return Status::ok();
+    return Status::invalidArgument(
+        "no [backend] section (type = \"dir\" or \"rados\"), and no --backend flag");
   }
   TIERFS_RETURN_IF_ERROR(b.checkKeys({"type", "timeout", "requests_in_flight", "dir", "rados"}));
   std::string type = "dir";
@@ -54,10 +58,10 @@ Status readBackendSection(const ConfigSection& b, StoreConfig& cfg, bool checkKe
   return r.getString("namespace", cfg.rados.nspace);
 }
 
-Status loadFile(const std::string& file, StoreConfig& cfg, bool checkKeyring) {
+Status loadFile(const std::string& file, StoreConfig& cfg, bool checkKeyring, bool flagsNameIt) {
   TIERFS_ASSIGN_OR_RETURN(toml::table root, parseConfigFile(file));
   Status s = readBackendSection(ConfigSection(root["backend"].as_table(), file, "backend"), cfg,
-                                checkKeyring);
+                                checkKeyring, flagsNameIt);
   if (!s.isOk() && s.message().find(file) == std::string::npos) return s.withContext(file);
   return s;
 }
@@ -92,7 +96,8 @@ Result<StoreConfig> BackendOptions::resolve() const {
   // The file's keyring is checked at its line unless a flag replaces or allows it; the store
   // checks the keyring it is given again when it connects (RadosStore, backends/Keyring.h).
   if (!file.empty()) {
-    TIERFS_RETURN_IF_ERROR(loadFile(file, cfg, keyring_.empty() && !allowOpenKeyring_));
+    TIERFS_RETURN_IF_ERROR(
+        loadFile(file, cfg, keyring_.empty() && !allowOpenKeyring_, !backend_.empty()));
   }
   if (allowOpenKeyring_) cfg.rados.allowOpenKeyring = true;
   if (!backend_.empty()) cfg.kind = backend_ == "rados" ? BackendKind::kRados : BackendKind::kDir;

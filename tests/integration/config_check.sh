@@ -142,6 +142,17 @@ run config check "$cfg"
 expect_rc 1 "rados without a pool"
 expect_err "$F: the rados back end needs a pool: \[backend.rados\] pool" "rados without a pool"
 echo "ok: rados without a pool"
+# A file of tuning alone: the back end must then come from the flags.
+printf '[prefetch]\nsweep = false\n' > "$cfg"
+run config check "$cfg"
+expect_rc 1 "no back end anywhere"
+expect_err "$F: no \[backend\] section \(type = \"dir\" or \"rados\"\), and no --backend flag" \
+  "no back end anywhere"
+run config show --backend dir --path "$work/store" "$cfg"
+expect_rc 0 "the back end from flags, the tuning from the file"
+expect_out '^type = "dir"$' "the back end from flags"
+expect_out '^sweep = false$' "the tuning from the file"
+echo "ok: a file without [backend] takes the back end from the flags"
 # A keyring other users may read or write is refused at its line, unless allowed.
 printf '[client.x]\n\tkey = AQDsecretsecretsecret==\n' > "$work/open.keyring"
 for mode in 644 640 602; do
