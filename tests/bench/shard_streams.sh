@@ -39,22 +39,10 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
 cmake --build "$build" --target tierfs > /dev/null
 tierfs=$(realpath "$build/tools/tierfs")
 
-work=$(mktemp -d /var/tmp/tierfs-shards-XXXXXX)
-mnt=$work/mnt
-daemon=
-cleanup() {
-  if mountpoint -q "$mnt"; then fusermount3 -u "$mnt" || true; fi
-  if [[ -n $daemon ]]; then wait "$daemon" || true; fi
-  deploy/dev-cluster/stop.sh --purge "$work/cluster" > /dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-deploy/dev-cluster/start.sh --bluestore --osd-size 40G "$work/cluster" > /dev/null
-# shellcheck disable=SC1091
-source "$work/cluster/client.env"
-flags=(--backend rados --conf "$TIERFS_CEPH_CONF" --keyring "$TIERFS_CEPH_KEYRING"
-       --user "$TIERFS_CEPH_USER" --pool "$TIERFS_CEPH_POOL" --namespace shards)
-mkdir -p "$work/data" "$mnt"
+# shellcheck source=tests/bench/bench_lib.sh
+source tests/bench/bench_lib.sh
+bench_cluster tierfs-shards shards
+mkdir -p "$work/data"
 for ((i = 0; i < readers; i++)); do
   head -c "$size" /dev/urandom > "$work/data/s$i"
 done
@@ -62,10 +50,6 @@ done
 "$tierfs" import "${flags[@]}" "$work/data" /shards > /dev/null
 shard_mib=$(( $(stat -c %s "$work/data/s0") >> 20 ))
 rm -rf "$work/data"
-
-field() {  # /proc/PID/stat field N
-  awk -v n="$1" '{print $n}' "/proc/$2/stat"
-}
 
 stream_all() {  # every reader streams its shard once; waits for them
   local i pids=()
@@ -87,19 +71,17 @@ one_run() {
   daemon=$!
   for ((i = 0; i < 100; i++)); do mountpoint -q "$mnt" && break; sleep 0.1; done
   mountpoint -q "$mnt" || { echo "tierfs did not mount: $(tail -3 "$work/cache/log")" >&2; exit 1; }
-  sync
-  echo 3 > /proc/sys/vm/drop_caches
-  c0=$(( $(field 14 "$daemon") + $(field 15 "$daemon") ))
-  f0=$(field 10 "$daemon")
+  drop_page_cache
+  c0=$(( $(proc_field 14 "$daemon") + $(proc_field 15 "$daemon") ))
+  f0=$(proc_field 10 "$daemon")
   t0=$(date +%s.%N)
   stream_all
   t1=$(date +%s.%N)
-  c1=$(( $(field 14 "$daemon") + $(field 15 "$daemon") ))
-  f1=$(field 10 "$daemon")
+  c1=$(( $(proc_field 14 "$daemon") + $(proc_field 15 "$daemon") ))
+  f1=$(proc_field 10 "$daemon")
   st=$("$tierfs" status --json)
   if [[ -n $second ]]; then
-    sync
-    echo 3 > /proc/sys/vm/drop_caches
+    drop_page_cache
     t2=$(date +%s.%N)
     stream_all
     t3=$(date +%s.%N)
@@ -128,8 +110,7 @@ EOF
 rados_seq() {
   local r=(rados -c "$TIERFS_CEPH_CONF" -n "$TIERFS_CEPH_USER" -p "$TIERFS_CEPH_POOL")
   "${r[@]}" bench 5 write -t 16 --no-cleanup --run-name seq > /dev/null
-  sync
-  echo 3 > /proc/sys/vm/drop_caches
+  drop_page_cache
   "${r[@]}" bench 5 seq -t 16 --run-name seq | awk '/^Bandwidth \(MB\/sec\)/ {print $3}'
   "${r[@]}" cleanup --run-name seq > /dev/null
 }
