@@ -512,8 +512,8 @@ Result<std::unique_ptr<Device>> openFileDevice(const FileDeviceOptions& options)
 bool namesDevice(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && S_ISBLK(st.st_mode)) return true;
-  struct stat dir {
-  }, dev{};
+  struct stat dir {};
+  struct stat dev {};
   const std::string parent = std::filesystem::path(path).parent_path().string();
   return ::stat(parent.c_str(), &dir) == 0 && ::stat("/dev", &dev) == 0 && dir.st_dev == dev.st_dev;
 }

@@ -255,11 +255,12 @@ class MemoryChunkCache final : public ChunkCache {
       // A warm-up joined after the fetch was offered to the devices as a reader's, not admitted.
       options_.device->insert(key, *fetched, *result, Origin::kWarmed);
     }
+    const bool kept = result && !pending.warmers.empty() && holds(key);
     for (std::size_t i = 0; i < pending.warmers.size(); ++i) {
       auto& w = pending.warmers[i];
       if (!result) {
         w(failure(result.error()));
-      } else if (!holds(key)) {
+      } else if (!kept) {
         w(failure(Status::noSpace(
             fmt::format("chunk {}: the cache took no more (full, or every region protected)",
                         key.objectName()))));
