@@ -35,3 +35,13 @@ drop_page_cache() {
   sync
   echo 3 > /proc/sys/vm/drop_caches
 }
+
+# abba_order ROUND THIS [OTHER]: the binaries of one round in $order, THIS first in odd rounds
+# and OTHER first in even ones (ABBA), so that a drift of the machine weighs on both alike.
+# shellcheck disable=SC2034  # $order is for the script that sources this
+abba_order() {
+  order=("$2")
+  if [[ -n ${3:-} ]]; then
+    if (($1 % 2)); then order=("$2" "$3"); else order=("$3" "$2"); fi
+  fi
+}

@@ -115,10 +115,7 @@ echo "| round | binary | sweep | cold files/s | cold p50 ms | cold p99 ms | daem
   "from RADOS MiB | swept chunks | of them used | device-warm files/s | device-warm p99 ms |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 for ((r = 1; r <= rounds; r++)); do
-  order=("$tierfs")
-  if [[ -n $against ]]; then
-    if ((r % 2)); then order=("$tierfs" "$against"); else order=("$against" "$tierfs"); fi
-  fi
+  abba_order "$r" "$tierfs" "$against"
   for bin in "${order[@]}"; do
     label=this
     [[ $bin == "$tierfs" ]] || label=against

@@ -120,10 +120,7 @@ echo "| round | binary | MiB/s | daemon CPU s | page faults / MiB | from RADOS M
   "second pass MiB/s | second pass from RADOS MiB |"
 echo "|---|---|---|---|---|---|---|---|---|"
 for ((r = 1; r <= rounds; r++)); do
-  order=("$tierfs")
-  if [[ -n $against ]]; then
-    if ((r % 2)); then order=("$tierfs" "$against"); else order=("$against" "$tierfs"); fi
-  fi
+  abba_order "$r" "$tierfs" "$against"
   for bin in "${order[@]}"; do
     read -r mibs cpu faults backend entries second_mibs second_backend < <(one_run "$bin")
     label=this
