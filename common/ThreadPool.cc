@@ -23,10 +23,11 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::post(std::function<void()> task) {
-  {
-    std::lock_guard lock(mu_);
-    tasks_.push_back(std::move(task));
-  }
+  // Notify while holding the lock: once it is released the task may run, and a task may end the
+  // pool's owner's life (it answers the last call a destructor waits for), so the poster must
+  // not touch ready_ after that.
+  std::lock_guard lock(mu_);
+  tasks_.push_back(std::move(task));
   ready_.notify_one();
 }
 

@@ -14,17 +14,16 @@ TimerQueue::~TimerQueue() {
 }
 
 TimerQueue::TimerId TimerQueue::schedule(Clock::time_point when, std::function<void()> fn) {
-  TimerId id;
-  bool earliest;
-  {
-    std::lock_guard lock(mu_);
-    id = nextId_++;
-    due_.emplace(std::make_pair(when, id), std::move(fn));
-    whenById_.emplace(id, when);
-    earliest = when < wakeAt_;
-    if (earliest) wakeAt_ = when;
+  // Notify under the lock, as ThreadPool::post does: a callback due at once may end the
+  // queue's owner's life as soon as the lock is released.
+  std::lock_guard lock(mu_);
+  const TimerId id = nextId_++;
+  due_.emplace(std::make_pair(when, id), std::move(fn));
+  whenById_.emplace(id, when);
+  if (when < wakeAt_) {
+    wakeAt_ = when;
+    wake_.notify_one();
   }
-  if (earliest) wake_.notify_one();
   return id;
 }
 
