@@ -331,6 +331,17 @@ TEST_F(FileDeviceTest, LargeTransferWithAShallowQueueWaitsForSlots) {
   roundTrip(**device, "cache", 0, 256 * kKiB + 3 * kBlock);
 }
 
+TEST_F(FileDeviceTest, ReadsRoundTripOnTheCallersRingAndOnTheShared) {
+  // Reads of at most 8 I/Os are submitted and reaped on the calling thread's own ring; longer
+  // ones on the device's. Both split, carry on after short reads and round-trip.
+  auto device = open("cache", 4 * kMiB, 64, 64 * kKiB);
+  ASSERT_OK(device);
+  roundTrip(**device, "cache", kBlock, 7 * 64 * kKiB + 3 * kBlock);  // 8 I/Os: the caller's
+  roundTrip(**device, "cache", 2 * kMiB, 8 * 64 * kKiB + kBlock);    // 9 I/Os: the shared ring
+  std::thread other([&] { roundTrip(**device, "cache", kMiB, 64 * kKiB); });  // another thread's
+  other.join();
+}
+
 TEST_F(FileDeviceTest, ConcurrentCallsFromManyThreads) {
   constexpr int kThreads = 32;
   constexpr int kRounds = 8;
