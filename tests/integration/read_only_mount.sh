@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# A dataset mount (--read-only) over a dir store: files read back right, every change is refused
+# with EROFS and changes nothing, and with long kernel timeouts a re-read of page-cached files
+# sends the daemon no request per file (no OPEN, RELEASE or FLUSH; no LOOKUP or GETATTR): what
+# lets a read-only mount re-read at ext4's pace (docs/BENCHMARKS.md). The request counts come
+# from the daemon's Prometheus metrics.
+# Usage: read_only_mount.sh TIERFS
+set -euo pipefail
+TIERFS=$1
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=mount_lib.sh
+source "$here/mount_lib.sh"
+setup_mount_test
+mkdir -p "$work/src/a" "$work/src/b" "$work/store"
+for i in $(seq 40); do
+  dir=a
+  ((i % 2)) && dir=b
+  head -c $((i * 3001)) /dev/urandom > "$work/src/$dir/f$i"
+done
+flags=(--backend dir --path "$work/store")
+"$TIERFS" mkfs "${flags[@]}" > /dev/null
+"$TIERFS" import "${flags[@]}" "$work/src" / > /dev/null
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+printf '[metrics]\nenabled = true\naddress = "127.0.0.1:%s"\n' "$port" > "$work/tierfs.toml"
+start_tierfs "$mnt" "$work/log" --config "$work/tierfs.toml" "${flags[@]}" --read-only \
+  --attr-timeout 3600s --entry-timeout 3600s
+
+read_all "first read"
+(cd "$mnt" && find . -type f | sort) > "$work/files"
+
+# Changes: each refused with EROFS, and the tree is as it was.
+erofs() {  # DESCRIPTION COMMAND...: the command fails, saying "Read-only file system"
+  local what=$1
+  shift
+  if "$@" 2> "$work/err"; then fail "$what succeeded on a read-only mount"; fi
+  grep -q "Read-only file system" "$work/err" || fail "$what: $(cat "$work/err")"
+}
+erofs "creating a file" touch "$mnt/a/new"
+erofs "writing a file" sh -c "echo x >> '$mnt/a/f2'"
+erofs "removing a file" rm "$mnt/b/f1"
+erofs "renaming a file" mv "$mnt/b/f1" "$mnt/b/g1"
+erofs "making a directory" mkdir "$mnt/c"
+erofs "changing a mode" chmod 600 "$mnt/a/f2"
+read_all "after the refused changes"
+
+# requests OP: how many of OP the daemon has answered (the metrics' request count).
+requests() {
+  curl -sf "http://127.0.0.1:$port/metrics" |
+    awk -v op="$1" '$1 == "tierfs_fuse_request_duration_seconds_count{op=\"" op "\"}" {print $2}'
+}
+ops=(lookup getattr open flush release read)
+cat_all() { while read -r f; do cat "$mnt/$f"; done < "$work/files" > /dev/null; }
+cat_all  # the page cache holds every file now (read_all dropped it)
+declare -A before
+for op in "${ops[@]}"; do before[$op]=$(requests "$op"); done
+cat_all
+for op in "${ops[@]}"; do
+  n=$(($(requests "$op") - ${before[$op]}))
+  echo "re-read of $(wc -l < "$work/files") files: $n $op requests"
+  ((n == 0)) || fail "a page-cached re-read sent $n $op requests"
+done
+# The passes above did reach the daemon: the counts are real.
+(($(requests read) > 0 && $(requests flush) <= 1)) ||
+  fail "reads $(requests read), flushes $(requests flush)"
+stop_tierfs "$mnt" "$work/log"
+echo "read_only_mount.sh: passed"
