@@ -28,7 +28,7 @@ ns="cache-faults-$$"
 read -ra flags <<< "$(rados_flags "$2" "$ns")"
 export TIERFS_TEST_CACHE_FAULTS=$work/faults
 inject() { echo "$*" > "$TIERFS_TEST_CACHE_FAULTS"; }
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 
 mkdir -p "$work/src/new"
 python3 - "$work/src" << 'PY'

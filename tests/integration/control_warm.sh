@@ -120,12 +120,12 @@ cat "$work/epilog.err"
 (cd "$mnt" && ls data/a/* | shuf --random-source=<(yes)) > "$work/order"
 before=$(stats)
 status_before=$("$TIERFS" status --json "$mnt")
+grew() { echo $(($(field "$1" "$2") - $(field "$status_before" "$2"))); }  # grew STATUS KEY
 "$TIERFS" hint --distance 4 --from "$work/order" "$mnt" > "$work/hint.out" 2>&1 &
 hint_pid=$!
 # The hint fetches its distance ahead before the reader's first file.
 for ((i = 0; i < 300; i++)); do
-  now=$("$TIERFS" status --json "$mnt")
-  ahead=$(($(field "$now" prefetched) - $(field "$status_before" prefetched)))
+  ahead=$(grew "$("$TIERFS" status --json "$mnt")" prefetched)
   ((ahead >= 4)) && break
   sleep 0.1
 done
@@ -144,8 +144,8 @@ fetched=$(($(field "$after" backend_reads) - $(field "$before" backend_reads)))
 # depends on timing beyond the first four: a reader faster than the hint (under TSan, say) fetches
 # a file itself, and the hint's warm-up then joins its fetch.
 status_after=$("$TIERFS" status --json "$mnt")
-ahead=$(($(field "$status_after" prefetched) - $(field "$status_before" prefetched)))
-used=$(($(field "$status_after" prefetch_used) - $(field "$status_before" prefetch_used)))
+ahead=$(grew "$status_after" prefetched)
+used=$(grew "$status_after" prefetch_used)
 ((ahead >= 4 && ahead <= a_files)) || fail "$ahead of $a_files files were fetched ahead"
 ((used == ahead)) || fail "$used of the $ahead chunks fetched ahead were read"
 "$TIERFS" status | grep -A4 "^$mnt (" | grep -q 'prefetch accuracy: 100.0%' ||

@@ -32,7 +32,6 @@ for i in $(seq -w 1 $files); do head -c $size /dev/urandom > "$work/src/data/f$i
 "$TIERFS" mkfs "${flags[@]}" --chunk-size 1M > /dev/null
 "$TIERFS" import "${flags[@]}" "$work/src" / > /dev/null
 
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 port=$(free_port)
 {
   rados_config "$cluster_env" "$ns"

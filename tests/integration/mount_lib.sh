@@ -20,6 +20,11 @@ fail() {
   exit 1
 }
 
+# free_port: a TCP port on 127.0.0.1 that nothing listens on now (for a daemon's metrics).
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
 # rados_flags ENV_FILE NAMESPACE: back-end flags for the test cluster, one RADOS namespace per
 # test so that tests share the cluster without sharing a volume.
 rados_flags() {

@@ -20,7 +20,7 @@ done
 flags=(--backend dir --path "$work/store")
 "$TIERFS" mkfs "${flags[@]}" > /dev/null
 "$TIERFS" import "${flags[@]}" "$work/src" / > /dev/null
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 printf '[metrics]\nenabled = true\naddress = "127.0.0.1:%s"\n' "$port" > "$work/tierfs.toml"
 start_tierfs "$mnt" "$work/log" --config "$work/tierfs.toml" "${flags[@]}" --read-only \
   --attr-timeout 3600s --entry-timeout 3600s
