@@ -4,6 +4,11 @@ local cluster (deploy/dev-cluster with --mds): a tree of small files read in a s
 by parallel readers (cold, then warm), large files streamed, a checkpoint written and fsynced,
 and a recursive stat walk; plus each daemon's peak RSS. Prints a Markdown table.
 
+The small files are read by two kinds of readers (--loader): 8 Python multiprocessing processes
+(a PyTorch DataLoader's shape), and tests/bench/bench_loader's 8 C++ threads, which check every
+byte against the dataset's manifest. On 2 cores shared with the OSD, the Python readers' own CPU
+is a large part of an epoch: the C++ readers measure the filesystems more and their readers less.
+
 Before the measured runs, every file is read once, unmeasured: the OSD's virtual disk is cached
 by the host, and this puts every run on the same footing. "Cold" means a fresh mount (a new
 daemon: no cache in it), the kernel page cache dropped, and the cluster's caches dropped too
@@ -14,10 +19,11 @@ measures the clients more than the disk). The cold reads run in --rounds rounds,
 
 Usage: tests/bench/fs_compare.py [--files 10000] [--file-size 110K] [--readers 8]
          [--large 4] [--large-size 512M] [--checkpoint 2G] [--rounds 3] [--memstore] [--osd-size 40G]
-         [--no-cephfs] [--warm-cluster] [--build build] [--data DIR]
+         [--no-cephfs] [--warm-cluster] [--loader both|python|native] [--build build] [--data DIR]
 """
 import argparse
 import glob
+import json
 import os
 import random
 import re
@@ -32,6 +38,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, '..', '..'))
 sys.path.insert(0, HERE)
 import fs_workloads as wl  # noqa: E402
+
+LOADERS = {'python': '', 'native': ' (bench_loader)'}  # loader -> suffix of its metrics' names
 
 
 def size_arg(text):
@@ -112,6 +120,7 @@ def drop_cluster_caches(cluster):
 def make_dataset(root, files, file_size, large, large_size):
     marker = os.path.join(root, '.complete')
     if os.path.exists(marker):
+        write_manifest(root, 'small')  # datasets made before bench_loader read them had none
         return
     log(f'generating the dataset in {root}')
     shutil.rmtree(root, ignore_errors=True)
@@ -129,7 +138,23 @@ def make_dataset(root, files, file_size, large, large_size):
         with open(os.path.join(root, 'large', f'shard_{i}.tar'), 'wb') as f:
             for _ in range(large_size // len(block)):
                 f.write(os.urandom(64) + block[64:])  # distinct chunks, incompressible
+    write_manifest(root, 'small')
     open(marker, 'w').close()
+
+
+def write_manifest(root, tree):
+    """ROOT/TREE.manifest for bench_loader: "<xxh64> <size> <path under ROOT>" a file."""
+    import xxhash  # Debian's python3-xxhash (deploy/install-deps.sh --bench)
+    path = os.path.join(root, f'{tree}.manifest')
+    if os.path.exists(path):
+        return
+    with open(path + '.tmp', 'w') as out:
+        for full in wl.list_files(os.path.join(root, tree)):
+            rel = os.path.relpath(full, root)
+            with open(full, 'rb') as f:
+                data = f.read()
+            out.write(f'{xxhash.xxh64(data).hexdigest()} {len(data)} {rel}\n')
+    os.replace(path + '.tmp', path)
 
 
 def mount_with_config(binary, cfg, mnt):
@@ -241,15 +266,32 @@ def prepare(fs, data, mnt, args, cluster):
     return r
 
 
-def small_files(fs, read_only, mnt, args, cluster, seed):
-    """A cold then a warm shuffled epoch on a fresh mount; returns {metric}."""
+def native_epoch(mnt, data, args, seed):
+    """bench_loader's shuffled epoch over the small files: its figures (every byte checked)."""
+    loader = os.path.join(args.build, 'tests', 'bench', 'bench_loader')
+    manifest = os.path.join(data, 'small.manifest')
+    done = subprocess.run([loader, '--root', mnt, '--manifest', manifest, '--readers',
+                           str(args.readers), '--order', 'shuffled', '--seed', str(seed)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f'bench_loader failed ({done.returncode}): {done.stderr.strip()[-2000:]}')
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def small_files(fs, read_only, loader, mnt, data, args, cluster, seed):
+    """A cold then a warm shuffled epoch on a fresh mount, by `loader`'s readers; {metric}."""
     go_cold(args, cluster)
     fs.mount(mnt, read_only)
-    cold = wl.small_epoch(os.path.join(mnt, 'small'), args.readers, seed=seed)
-    warm = wl.small_epoch(os.path.join(mnt, 'small'), args.readers, seed=seed + 1)
+    if loader == 'native':
+        cold, warm = (native_epoch(mnt, data, args, seed + i) for i in (0, 1))
+    else:
+        cold, warm = (wl.small_epoch(os.path.join(mnt, 'small'), args.readers, seed=seed + i)
+                      for i in (0, 1))
     r = {'small cold files/s': cold['files_per_s'], 'small cold MiB/s': cold['mib_per_s'],
          'small cold p99 ms': cold['p99_ms'], 'small warm files/s': warm['files_per_s'],
-         'small warm p99 ms': warm['p99_ms'], 'daemon peak RSS MiB': fs.rss()}
+         'small warm p99 ms': warm['p99_ms']}
+    r = {m + LOADERS[loader]: v for m, v in r.items()}
+    r['daemon peak RSS MiB'] = fs.rss()
     fs.unmount(mnt)
     return r
 
@@ -318,8 +360,10 @@ def measure(filesystems, rb, data, mnt, args, cluster):
         for fs in filesystems:
             for read_only in ([False, True] if isinstance(fs, Tierfs) else [False]):
                 name = fs.name + (' --read-only' if read_only else '')
-                log(f'round {rnd + 1}: {name}: small files, cold then warm')
-                add(results, name, small_files(fs, read_only, mnt, args, cluster, 10 * rnd + 1))
+                for loader in args.loaders:
+                    log(f'round {rnd + 1}: {name}: small files, cold then warm, {loader} readers')
+                    add(results, name, small_files(fs, read_only, loader, mnt, data, args,
+                                                   cluster, 10 * rnd + 1))
         log(f'round {rnd + 1}: rados bench, 128 KiB objects')
         add(results, 'rados bench', {'small cold files/s': rb.read('128K', args, cluster) * 8})
         for fs in filesystems:
@@ -347,9 +391,13 @@ def main():
     p.add_argument('--no-cephfs', action='store_true')
     p.add_argument('--warm-cluster', action='store_true',
                    help='do not drop the OSD and MDS caches before a cold run')
+    p.add_argument('--loader', choices=('both', 'python', 'native'), default='both',
+                   help='who reads the small files: Python processes, bench_loader threads, or '
+                        'both in turn (default)')
     p.add_argument('--build', default=os.path.join(ROOT, 'build'))
     p.add_argument('--data', help='dataset directory (kept; default under /tmp)')
     args = p.parse_args()
+    args.loaders = list(LOADERS) if args.loader == 'both' else [args.loader]
 
     binary = os.path.join(args.build, 'tools', 'tierfs')
     data = args.data or f'/tmp/tierfs-bench-data-{args.files}-{args.file_size}-{args.large}'
@@ -407,12 +455,19 @@ def report(results, args):
         print(f'| {m} | ' + ' | '.join(cell(results[n].get(m), m) for n in names) + ' |')
     print('\nRatios, round by round:')
     for label, num, metric, den, den_metric in (
-            ('small cold, tierfs / ceph-fuse', 'tierfs', 'small cold files/s', 'ceph-fuse',
+            ('small cold (Python), tierfs / ceph-fuse', 'tierfs', 'small cold files/s', 'ceph-fuse',
              'small cold files/s'),
-            ('small cold, tierfs --read-only / ceph-fuse', 'tierfs --read-only',
+            ('small cold (Python), tierfs --read-only / ceph-fuse', 'tierfs --read-only',
              'small cold files/s', 'ceph-fuse', 'small cold files/s'),
-            ('small cold, tierfs --read-only / rados bench 128 KiB objects/s',
+            ('small cold (Python), tierfs --read-only / rados bench 128 KiB objects/s',
              'tierfs --read-only', 'small cold files/s', 'rados bench', 'small cold files/s'),
+            ('small cold (bench_loader), tierfs / ceph-fuse', 'tierfs',
+             'small cold files/s (bench_loader)', 'ceph-fuse', 'small cold files/s (bench_loader)'),
+            ('small cold (bench_loader), tierfs --read-only / ceph-fuse', 'tierfs --read-only',
+             'small cold files/s (bench_loader)', 'ceph-fuse', 'small cold files/s (bench_loader)'),
+            ('small cold (bench_loader), tierfs --read-only / rados bench 128 KiB objects/s',
+             'tierfs --read-only', 'small cold files/s (bench_loader)', 'rados bench',
+             'small cold files/s'),
             ('large cold, tierfs / rados bench 4 MiB', 'tierfs', 'large cold MiB/s',
              'rados bench', 'large cold MiB/s'),
             ('stat walk cold, tierfs / ceph-fuse', 'tierfs', 'stat walk cold entries/s',
