@@ -1,6 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <cinttypes>
 #include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -68,6 +72,41 @@ TEST(BufferPoolTest, BuffersArePageAlignedForDirectIo) {
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(pooled.data()) % 4096, 0u);
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(plain.data()) % 4096, 0u);
   EXPECT_EQ(plain.size(), 12345u);
+}
+
+// The VMA flags of the mapping that holds `p` (VmFlags in /proc/self/smaps), or "" if none.
+std::string vmFlagsOf(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto at = reinterpret_cast<std::uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    std::uintptr_t begin = 0, end = 0;
+    if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR, &begin, &end) == 2 &&
+        line.find(' ') > line.find('-')) {
+      inside = begin <= at && at < end;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line;
+    }
+  }
+  return "";
+}
+
+// Chunk-sized buffers (the targets of O_DIRECT device reads) start on a 2 MiB boundary and are
+// advised to use transparent huge pages: far fewer pages to pin per read.
+TEST(BufferPoolTest, BuffersOfAHugePageOrMoreAreHugePageAlignedAndAdvised) {
+  constexpr std::size_t kHuge = 2 << 20;
+  BufferPool pool((4 << 20) + (64 << 10), 4);
+  std::vector<BufferPool::Buffer> taken;
+  for (int i = 0; i < 4; ++i) taken.push_back(pool.take((4 << 20) + 100));
+  for (const auto& b : taken) {
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b.data()) % kHuge, 0u);
+    if (std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled")) {
+      EXPECT_NE(vmFlagsOf(b.data()).find(" hg"), std::string::npos) << vmFlagsOf(b.data());
+    }
+  }
+  // A small buffer stays on small pages.
+  std::shared_ptr<char> small = allocatePages(64 << 10);
+  EXPECT_EQ(vmFlagsOf(small.get()).find(" hg"), std::string::npos);
 }
 
 TEST(BufferPoolTest, BytesMayOutliveThePool) {
