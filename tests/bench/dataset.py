@@ -34,10 +34,29 @@ def image_sizes(total_files=None, total_bytes=None, seed=1):
     return sizes
 
 
+def _manifest_line(data, rel):
+    return f'{xxhash.xxh64(data).hexdigest()} {len(data)} {rel}\n'
+
+
 def _write(path, data, manifest, rel):
     with open(path, 'wb') as f:
         f.write(data)
-    manifest.write(f'{xxhash.xxh64(data).hexdigest()} {len(data)} {rel}\n')
+    manifest.write(_manifest_line(data, rel))
+
+
+def write_manifest(root, tree):
+    """ROOT/TREE.manifest for a tree made some other way (tests/bench/fs_compare.py's), unless
+    it is there already."""
+    path = os.path.join(root, f'{tree}.manifest')
+    if os.path.exists(path):
+        return
+    with open(path + '.tmp', 'w') as out:
+        for d, _, names in sorted(os.walk(os.path.join(root, tree))):
+            for name in sorted(names):
+                full = os.path.join(d, name)
+                with open(full, 'rb') as f:
+                    out.write(_manifest_line(f.read(), os.path.relpath(full, root)))
+    os.replace(path + '.tmp', path)
 
 
 def make_images(root, name, sizes):

@@ -37,6 +37,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, '..', '..'))
 sys.path.insert(0, HERE)
+import dataset  # noqa: E402
 import fs_workloads as wl  # noqa: E402
 
 LOADERS = {'python': '', 'native': ' (bench_loader)'}  # loader -> suffix of its metrics' names
@@ -120,7 +121,7 @@ def drop_cluster_caches(cluster):
 def make_dataset(root, files, file_size, large, large_size):
     marker = os.path.join(root, '.complete')
     if os.path.exists(marker):
-        write_manifest(root, 'small')  # datasets made before bench_loader read them had none
+        dataset.write_manifest(root, 'small')  # made before bench_loader read them: none
         return
     log(f'generating the dataset in {root}')
     shutil.rmtree(root, ignore_errors=True)
@@ -138,23 +139,8 @@ def make_dataset(root, files, file_size, large, large_size):
         with open(os.path.join(root, 'large', f'shard_{i}.tar'), 'wb') as f:
             for _ in range(large_size // len(block)):
                 f.write(os.urandom(64) + block[64:])  # distinct chunks, incompressible
-    write_manifest(root, 'small')
+    dataset.write_manifest(root, 'small')
     open(marker, 'w').close()
-
-
-def write_manifest(root, tree):
-    """ROOT/TREE.manifest for bench_loader: "<xxh64> <size> <path under ROOT>" a file."""
-    import xxhash  # Debian's python3-xxhash (deploy/install-deps.sh --bench)
-    path = os.path.join(root, f'{tree}.manifest')
-    if os.path.exists(path):
-        return
-    with open(path + '.tmp', 'w') as out:
-        for full in wl.list_files(os.path.join(root, tree)):
-            rel = os.path.relpath(full, root)
-            with open(full, 'rb') as f:
-                data = f.read()
-            out.write(f'{xxhash.xxh64(data).hexdigest()} {len(data)} {rel}\n')
-    os.replace(path + '.tmp', path)
 
 
 def mount_with_config(binary, cfg, mnt):
@@ -454,24 +440,20 @@ def report(results, args):
     for m in metrics:
         print(f'| {m} | ' + ' | '.join(cell(results[n].get(m), m) for n in names) + ' |')
     print('\nRatios, round by round:')
-    for label, num, metric, den, den_metric in (
-            ('small cold (Python), tierfs / ceph-fuse', 'tierfs', 'small cold files/s', 'ceph-fuse',
-             'small cold files/s'),
-            ('small cold (Python), tierfs --read-only / ceph-fuse', 'tierfs --read-only',
-             'small cold files/s', 'ceph-fuse', 'small cold files/s'),
-            ('small cold (Python), tierfs --read-only / rados bench 128 KiB objects/s',
-             'tierfs --read-only', 'small cold files/s', 'rados bench', 'small cold files/s'),
-            ('small cold (bench_loader), tierfs / ceph-fuse', 'tierfs',
-             'small cold files/s (bench_loader)', 'ceph-fuse', 'small cold files/s (bench_loader)'),
-            ('small cold (bench_loader), tierfs --read-only / ceph-fuse', 'tierfs --read-only',
-             'small cold files/s (bench_loader)', 'ceph-fuse', 'small cold files/s (bench_loader)'),
-            ('small cold (bench_loader), tierfs --read-only / rados bench 128 KiB objects/s',
-             'tierfs --read-only', 'small cold files/s (bench_loader)', 'rados bench',
-             'small cold files/s'),
-            ('large cold, tierfs / rados bench 4 MiB', 'tierfs', 'large cold MiB/s',
-             'rados bench', 'large cold MiB/s'),
-            ('stat walk cold, tierfs / ceph-fuse', 'tierfs', 'stat walk cold entries/s',
-             'ceph-fuse', 'stat walk cold entries/s')):
+    rows = []
+    for loader, suffix in LOADERS.items():
+        small = 'small cold files/s' + suffix
+        rows += [(f'small cold ({loader} readers), tierfs / ceph-fuse', 'tierfs', small,
+                  'ceph-fuse', small),
+                 (f'small cold ({loader} readers), tierfs --read-only / ceph-fuse',
+                  'tierfs --read-only', small, 'ceph-fuse', small),
+                 (f'small cold ({loader} readers), tierfs --read-only / rados bench 128 KiB '
+                  'objects/s', 'tierfs --read-only', small, 'rados bench', 'small cold files/s')]
+    rows += [('large cold, tierfs / rados bench 4 MiB', 'tierfs', 'large cold MiB/s',
+              'rados bench', 'large cold MiB/s'),
+             ('stat walk cold, tierfs / ceph-fuse', 'tierfs', 'stat walk cold entries/s',
+              'ceph-fuse', 'stat walk cold entries/s')]
+    for label, num, metric, den, den_metric in rows:
         print(f'- {label}: {ratios(results, num, metric, den, den_metric)}')
 
 
