@@ -50,10 +50,26 @@ requests() {
 }
 ops=(lookup getattr open flush release read)
 cat_all() { while read -r f; do cat "$mnt/$f"; done < "$work/files" > /dev/null; }
+# counts: every op's count on one line. The daemon counts a request after it replies, so the
+# counts can still move just after a pass; settled_counts waits until they stop.
+counts() { for op in "${ops[@]}"; do printf '%s ' "$(requests "$op")"; done; }
+settled_counts() {
+  local last now
+  last=$(counts)
+  for _ in $(seq 50); do
+    sleep 0.2
+    now=$(counts)
+    [[ $now == "$last" ]] && return 0
+    last=$now
+  done
+  fail "request counts still moving 10 s after a pass: $now"
+}
 cat_all  # the page cache holds every file now (read_all dropped it)
+settled_counts
 declare -A before
 for op in "${ops[@]}"; do before[$op]=$(requests "$op"); done
 cat_all
+settled_counts
 for op in "${ops[@]}"; do
   n=$(($(requests "$op") - ${before[$op]}))
   echo "re-read of $(wc -l < "$work/files") files: $n $op requests"
