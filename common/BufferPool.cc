@@ -9,6 +9,8 @@
 #include <new>
 #include <vector>
 
+#include "common/Slabs.h"
+
 namespace tierfs {
 namespace {
 
@@ -69,6 +71,9 @@ BufferPool& BufferPool::unpooled() {
 
 BufferPool::Buffer BufferPool::take(std::size_t length) {
   if (!pools(length)) {
+    if (length <= SlabAllocator::kMaxSlot) {
+      return Buffer(SlabAllocator::shared().allocate(std::max<std::size_t>(length, 1)), length);
+    }
     return Buffer(allocatePages(length), length);
   }
   char* p = nullptr;

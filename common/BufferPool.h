@@ -21,7 +21,9 @@ std::shared_ptr<char> allocatePages(std::size_t bytes);
 // once, so glibc reuses it for the next message.
 //
 // Only requests of more than half a buffer are pooled: a pooled buffer keeps all its pages, and a
-// 100 KB file must not hold 4 MiB of them. Thread-safe; Bytes may outlive the pool.
+// 100 KB file must not hold 4 MiB of them. Smaller requests of up to SlabAllocator::kMaxSlot
+// come from the process's huge-page slabs (common/Slabs.h), larger ones from the allocator.
+// Thread-safe; Bytes may outlive the pool.
 class BufferPool {
  public:
   // Buffers of `bufferBytes`; at most `maxIdle` of them wait on the free list (the rest go back

@@ -1,14 +1,18 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/BufferPool.h"
+#include "common/Slabs.h"
 
 namespace tierfs {
 namespace {
@@ -133,6 +137,122 @@ TEST(BufferPoolTest, ThreadsTakeAndDropConcurrently) {
   for (auto& th : threads) th.join();
   EXPECT_LE(pool.allocated(), 4u) << "each thread holds one buffer at a time";
   EXPECT_EQ(pool.idleBuffers(), pool.allocated());
+}
+
+bool hugePagesAvailable() {
+  return static_cast<bool>(std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled"));
+}
+
+// A small file's chunk (a device read, a decompression) gets a slab slot, on huge pages.
+TEST(BufferPoolTest, SmallBuffersComeFromHugePageSlabs) {
+  BufferPool pool(kBuffer, 4);
+  BufferPool::Buffer small = pool.take(100000);
+  BufferPool::Buffer plain = BufferPool::unpooled().take(12345);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(small.data()) % 4096, 0u);
+  if (hugePagesAvailable()) {
+    EXPECT_NE(vmFlagsOf(small.data()).find(" hg"), std::string::npos) << vmFlagsOf(small.data());
+    EXPECT_NE(vmFlagsOf(plain.data()).find(" hg"), std::string::npos) << vmFlagsOf(plain.data());
+  }
+}
+
+// Fills `p` with a pattern of `seed`, or checks that it still holds it.
+void fill(char* p, std::size_t n, unsigned seed) {
+  for (std::size_t i = 0; i + 1 < n; i += 512) p[i] = static_cast<char>(seed + i / 512);
+  p[n - 1] = static_cast<char>(seed);
+}
+bool holds(const char* p, std::size_t n, unsigned seed) {
+  for (std::size_t i = 0; i + 1 < n; i += 512) {
+    if (p[i] != static_cast<char>(seed + i / 512)) return false;
+  }
+  return p[n - 1] == static_cast<char>(seed);
+}
+
+TEST(SlabAllocatorTest, SlotsArePageAlignedAndKeepTheirBytes) {
+  SlabAllocator slabs;
+  const std::vector<std::size_t> sizes = {1,      4096,   12345,    16 << 10, (16 << 10) + 1,
+                                          110000, 300000, 512 << 10};
+  std::vector<std::shared_ptr<char>> held;
+  for (unsigned round = 0; round < 20; ++round) {
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      held.push_back(slabs.allocate(sizes[i]));
+      fill(held.back().get(), sizes[i], round * 31 + i);
+    }
+  }
+  for (std::size_t k = 0; k < held.size(); ++k) {
+    const std::size_t i = k % sizes.size();
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(held[k].get()) % 4096, 0u);
+    EXPECT_TRUE(holds(held[k].get(), sizes[i], (k / sizes.size()) * 31 + i))
+        << "slot " << k << " of " << sizes[i] << " bytes was overwritten by another";
+  }
+}
+
+TEST(SlabAllocatorTest, AFreedSlotIsTheNextOfItsSizeTaken) {
+  SlabAllocator slabs;
+  std::shared_ptr<char> first = slabs.allocate(100000);
+  std::shared_ptr<char> other = slabs.allocate(100000);
+  char* memory = first.get();
+  first.reset();
+  EXPECT_EQ(slabs.allocate(99000).get(), memory) << "sizes in one size class share slots";
+  EXPECT_NE(slabs.allocate(200000).get(), memory);
+}
+
+TEST(SlabAllocatorTest, SlabsAreHugePagesAndEmptyOnesAreGivenBackButOneAClass) {
+  constexpr std::size_t kHuge = 2 << 20;
+  SlabAllocator slabs;
+  std::vector<std::shared_ptr<char>> held;
+  for (int i = 0; i < 54; ++i) held.push_back(slabs.allocate(110000));  // 18 a 2 MiB slab
+  EXPECT_EQ(slabs.slabs(), 3u);
+  EXPECT_EQ(slabs.slabBytes(), 3 * kHuge);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(held.front().get()) % kHuge, 0u);
+  if (hugePagesAvailable()) {
+    EXPECT_NE(vmFlagsOf(held.front().get()).find(" hg"), std::string::npos);
+  }
+  held.clear();
+  EXPECT_EQ(slabs.slabs(), 1u) << "empty slabs must go back, all but one";
+  std::shared_ptr<char> big = slabs.allocate(400 << 10);  // another class: a 4 MiB slab
+  EXPECT_EQ(slabs.slabBytes(), kHuge + 2 * kHuge);
+  big.reset();
+  EXPECT_EQ(slabs.slabs(), 2u) << "one idle slab a class is kept";
+}
+
+TEST(SlabAllocatorTest, ThreadsAllocateAndFreeConcurrently) {
+  SlabAllocator slabs;
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < 4; ++t) {
+    threads.emplace_back([&slabs, t] {
+      std::mt19937 random(t);
+      struct Held {
+        std::shared_ptr<char> p;
+        std::size_t n;
+        unsigned seed;
+      };
+      std::vector<Held> held;
+      for (unsigned i = 0; i < 3000; ++i) {
+        const std::size_t n = 1 + random() % (300 << 10);
+        held.push_back({slabs.allocate(n), n, t * 7919 + i});
+        fill(held.back().p.get(), n, held.back().seed);
+        if (held.size() > 40) {
+          const auto victim = held.begin() + static_cast<std::ptrdiff_t>(random() % held.size());
+          ASSERT_TRUE(holds(victim->p.get(), victim->n, victim->seed)) << "a slot was shared";
+          held.erase(victim);
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  std::set<std::size_t> classes;
+  for (std::size_t n = 1; n <= (300 << 10); n += 1024) classes.insert(SlabAllocator::slotFor(n));
+  EXPECT_LE(slabs.slabs(), classes.size()) << "at most one idle slab a size class";
+}
+
+TEST(SlabAllocatorTest, ASlotWastesAtMostAPageOrAnEighth) {
+  for (std::size_t n = 1; n <= SlabAllocator::kMaxSlot; n += 997) {
+    const std::size_t slot = SlabAllocator::slotFor(n);
+    ASSERT_GE(slot, n);
+    ASSERT_EQ(slot % 4096, 0u) << n;
+    ASSERT_LE(slot - n, std::max<std::size_t>(4096, n / 8)) << n;
+  }
+  EXPECT_EQ(SlabAllocator::slotFor(SlabAllocator::kMaxSlot), SlabAllocator::kMaxSlot);
 }
 
 }  // namespace

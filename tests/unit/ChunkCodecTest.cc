@@ -315,7 +315,7 @@ TEST(ChunkCodec, SharedDecodeOfACompressedFrameIsItsRawBytes) {
   EXPECT_EQ(decoded->view(), raw);
 }
 
-TEST(ChunkCodec, OwnedDecodeCopiesAChunkSizedRawFrameIntoThePool) {
+TEST(ChunkCodec, OwnedDecodeCopiesARawFrameOfUpToAChunk) {
   BufferPool pool(8192, 2);
   const std::string raw = randomBytes(5000, 9);
   const Bytes frame(encodeOrDie(raw));
@@ -326,11 +326,20 @@ TEST(ChunkCodec, OwnedDecodeCopiesAChunkSizedRawFrameIntoThePool) {
   EXPECT_EQ(pool.allocated(), 1u);
   *decoded = Bytes();
   EXPECT_EQ(pool.idleBuffers(), 1u);
-  // A small chunk (a small file's) stays a slice: a pooled buffer would pin 8 KiB for it.
-  const Bytes small(encodeOrDie(randomBytes(100, 10)));
+  // A small chunk (a small file's) is copied too, into a slab slot, not a pooled buffer (which
+  // would pin 8 KiB for it).
+  const std::string smallRaw = randomBytes(100, 10);
+  const Bytes small(encodeOrDie(smallRaw));
   auto smallDecoded = decodeChunkOwned(small, pool);
   ASSERT_TRUE(smallDecoded);
-  EXPECT_EQ(smallDecoded->data(), small.data() + kFrameHeaderSize);
+  EXPECT_EQ(smallDecoded->view(), smallRaw);
+  EXPECT_NE(smallDecoded->data(), small.data() + kFrameHeaderSize) << "the frame's buffer is kept";
+  EXPECT_EQ(pool.allocated(), 1u);
+  // A raw chunk larger than a buffer stays a slice.
+  const Bytes large(encodeOrDie(randomBytes(9000, 11)));
+  auto largeDecoded = decodeChunkOwned(large, pool);
+  ASSERT_TRUE(largeDecoded);
+  EXPECT_EQ(largeDecoded->data(), large.data() + kFrameHeaderSize);
 }
 
 TEST(ChunkCodec, ACompressedFrameDecodesIntoThePool) {
