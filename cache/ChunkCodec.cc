@@ -290,7 +290,7 @@ Result<Bytes> decodeCheckedChunk(const Bytes& frame, BufferPool* pool) {
 Result<Bytes> decodeChunkOwned(const Bytes& frame, BufferPool& pool) {
   TIERFS_ASSIGN_OR_RETURN(Bytes raw, decodeChunkShared(frame, &pool));
   const bool inFrame = raw.data() >= frame.data() && raw.data() < frame.data() + frame.size();
-  return inFrame && raw.size() <= pool.bufferBytes() ? pool.copy(raw) : raw;
+  return inFrame && pool.recycles(raw.size()) ? pool.copy(raw) : raw;
 }
 
 Result<std::string> decodeChunk(std::string_view frame) {

@@ -78,9 +78,9 @@ Result<Bytes> decodeChunkShared(const Bytes& frame, BufferPool* pool = nullptr);
 // are still checked, and a compressed payload's raw bytes after decompressing.
 Result<Bytes> decodeCheckedChunk(const Bytes& frame, BufferPool* pool = nullptr);
 
-// The same, for a frame whose buffer should not be kept (a librados reply): raw bytes of up to a
-// chunk are copied into a buffer of `pool` (a small file's into a slab slot), so that the frame's
-// buffer is freed and reused: see BufferPool and SlabAllocator for why.
+// The same, for a frame whose buffer should not be kept (a librados reply): raw bytes that `pool`
+// recycles (a chunk-sized buffer, or a small file's slab slot) are copied into it, so that the
+// frame's buffer is freed and reused: see BufferPool and SlabAllocator for why.
 Result<Bytes> decodeChunkOwned(const Bytes& frame, BufferPool& pool);
 
 }  // namespace tierfs::cache

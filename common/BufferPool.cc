@@ -71,10 +71,8 @@ BufferPool& BufferPool::unpooled() {
 
 BufferPool::Buffer BufferPool::take(std::size_t length) {
   if (!pools(length)) {
-    if (length <= SlabAllocator::kMaxSlot) {
-      return Buffer(SlabAllocator::shared().allocate(std::max<std::size_t>(length, 1)), length);
-    }
-    return Buffer(allocatePages(length), length);
+    if (length > SlabAllocator::kMaxSlot) return Buffer(allocatePages(length), length);
+    return Buffer(SlabAllocator::shared().allocate(std::max<std::size_t>(length, 1)), length);
   }
   char* p = nullptr;
   {
@@ -93,6 +91,10 @@ BufferPool::Buffer BufferPool::take(std::size_t length) {
 
 bool BufferPool::pools(std::size_t length) const {
   return length <= state_->bufferBytes && length > state_->bufferBytes / 2;
+}
+
+bool BufferPool::recycles(std::size_t length) const {
+  return pools(length) || length <= SlabAllocator::kMaxSlot;
 }
 
 Bytes BufferPool::copy(std::string_view bytes) {

@@ -53,6 +53,8 @@ class BufferPool {
   Buffer take(std::size_t length);
   // Whether a request of `length` bytes gets a pooled buffer.
   bool pools(std::size_t length) const;
+  // Whether its buffer is reused once dropped: pooled, or a slab slot (not malloc'd memory).
+  bool recycles(std::size_t length) const;
   Bytes copy(std::string_view bytes);
 
   std::size_t bufferBytes() const;

@@ -50,6 +50,10 @@ TEST(BufferPoolTest, SmallAndOversizedRequestsAreNotPooled) {
   EXPECT_FALSE(pool.pools(kBuffer / 2)) << "a small file's chunk would pin a whole buffer";
   EXPECT_FALSE(pool.pools(kBuffer + 1));
   EXPECT_TRUE(pool.pools(kBuffer / 2 + 1));
+  // Reused once dropped: pooled buffers and slab slots; not oversized (malloc'd) ones.
+  EXPECT_TRUE(pool.recycles(kBuffer / 2 + 1));
+  EXPECT_TRUE(pool.recycles(SlabAllocator::kMaxSlot));
+  EXPECT_FALSE(pool.recycles(kBuffer + 1));
   Bytes small = pool.copy("hello");
   Bytes big = pool.copy(std::string(kBuffer + 1, 'y'));
   EXPECT_EQ(small.view(), "hello");

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cache/ChunkCodec.h"
+#include "common/Slabs.h"
 
 namespace tierfs::cache {
 namespace {
@@ -335,8 +336,9 @@ TEST(ChunkCodec, OwnedDecodeCopiesARawFrameOfUpToAChunk) {
   EXPECT_EQ(smallDecoded->view(), smallRaw);
   EXPECT_NE(smallDecoded->data(), small.data() + kFrameHeaderSize) << "the frame's buffer is kept";
   EXPECT_EQ(pool.allocated(), 1u);
-  // A raw chunk larger than a buffer stays a slice.
-  const Bytes large(encodeOrDie(randomBytes(9000, 11)));
+  // A raw chunk larger than a buffer and than a slab slot stays a slice: its copy would be
+  // malloc'd memory, no better than the frame's.
+  const Bytes large(encodeOrDie(randomBytes(SlabAllocator::kMaxSlot + 1, 11)));
   auto largeDecoded = decodeChunkOwned(large, pool);
   ASSERT_TRUE(largeDecoded);
   EXPECT_EQ(largeDecoded->data(), large.data() + kFrameHeaderSize);
