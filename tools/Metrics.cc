@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "cache/SizingAdvisor.h"
+#include "common/Slabs.h"
 #include "common/Version.h"
 
 namespace tierfs::tools {
@@ -103,6 +104,9 @@ void addCache(FamilyList& out, const MetricsSources& src) {
   out.counter("tierfs_cache_read_bytes_total", bytes, c.bytesFromBackend, {{"tier", "backend"}});
   out.gauge("tierfs_cache_memory_capacity_bytes", "Capacity of the memory chunk cache",
             src.memoryCapacityBytes);
+  out.gauge("tierfs_cache_memory_slab_bytes",
+            "Memory in slabs for small chunks (the memory cache's, and reads in flight)",
+            SlabAllocator::shared().slabBytes());
   out.gauge("tierfs_cache_entries", "Chunks kept on the cache devices", c.deviceEntries);
   out.counter("tierfs_cache_evicted_regions_total", "Device regions evicted to make room",
               c.deviceEvictedRegions);

@@ -110,6 +110,12 @@ fuse_reads=$(query 'tierfs_fuse_request_duration_seconds_count{op="read"}')
 capacity=$(query "tierfs_cache_device_capacity_bytes{device=\"$work/cache0\"}")
 ((capacity > 64 << 20 && capacity <= 128 << 20)) || fail "device capacity $capacity for 128M"
 wait_for 'tierfs_cache_device_up' 1
+# The memory cache keeps every file (small chunks, in slabs): at least their bytes, and the
+# slabs' overhead bounded (rounding, partly used slabs: docs/CACHE.md).
+slabs=$(query 'tierfs_cache_memory_slab_bytes')
+echo "small-chunk slabs: $slabs bytes for $files chunks of $size bytes"
+((slabs >= files * size && slabs <= 2 * files * size + (4 << 20))) ||
+  fail "small-chunk slabs hold $slabs bytes for $files chunks of $size bytes in memory"
 # Scraped while the workload ran: the miss counter had several distinct values over time.
 changes=$(query 'changes(tierfs_cache_hits_total{tier="memory"}[5m])')
 ((changes >= 1)) || fail "the memory hit counter never changed between scrapes ($changes)"
