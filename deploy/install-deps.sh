@@ -10,7 +10,7 @@ packages=(
   # libraries
   libfuse3-dev fuse3 librados-dev libradospp-dev liburing-dev librocksdb-dev libzstd-dev
   libxxhash-dev libcli11-dev libtomlplusplus-dev libspdlog-dev libfmt-dev libexpected-dev
-  prometheus-cpp-dev libabsl-dev libsystemd-dev
+  prometheus-cpp-dev libabsl-dev libsystemd-dev libgoogle-perftools-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev git tar util-linux systemd
   prometheus

@@ -12,6 +12,7 @@
 #include "cache/SizingAdvisor.h"
 #include "common/Slabs.h"
 #include "common/Version.h"
+#include "tools/Allocator.h"
 
 namespace tierfs::tools {
 namespace {
@@ -107,6 +108,11 @@ void addCache(FamilyList& out, const MetricsSources& src) {
   out.gauge("tierfs_cache_memory_slab_bytes",
             "Memory in slabs for small chunks (the memory cache's, and reads in flight)",
             SlabAllocator::shared().slabBytes());
+  const HeapFigures heap = heapFigures();
+  out.gauge("tierfs_memory_heap_in_use_bytes", "Memory malloc has handed out and not taken back",
+            heap.inUseBytes);
+  out.gauge("tierfs_memory_heap_held_bytes",
+            "Memory malloc holds from the kernel, in use or free for reuse", heap.heldBytes);
   out.gauge("tierfs_cache_entries", "Chunks kept on the cache devices", c.deviceEntries);
   out.counter("tierfs_cache_evicted_regions_total", "Device regions evicted to make room",
               c.deviceEvictedRegions);

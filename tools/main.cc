@@ -8,6 +8,7 @@
 #include "backends/StoreFactory.h"
 #include "common/Version.h"
 #include "tools/AdviseCommand.h"
+#include "tools/Allocator.h"
 #include "tools/BenchCommand.h"
 #include "tools/ConfigCommand.h"
 #include "tools/ControlCommands.h"
@@ -24,6 +25,7 @@ void addVersionCommand(CLI::App& app) {
     fmt::print("  rocksdb {}.{}.{}, zstd {}, librados back end: {}\n", ROCKSDB_MAJOR, ROCKSDB_MINOR,
                ROCKSDB_PATCH, ZSTD_versionString(),
                tierfs::backends::radosAvailable() ? "yes" : "no");
+    fmt::print("  malloc: {}\n", tierfs::tools::allocatorName());
   });
 }
 

@@ -116,6 +116,13 @@ slabs=$(query 'tierfs_cache_memory_slab_bytes')
 echo "small-chunk slabs: $slabs bytes for $files chunks of $size bytes"
 ((slabs >= files * size && slabs <= 2 * files * size + (4 << 20))) ||
   fail "small-chunk slabs hold $slabs bytes for $files chunks of $size bytes in memory"
+# The slabs come from malloc: the allocator's figures (tcmalloc's, or glibc's in a sanitizer
+# build) count them, or they are not the allocator the daemon runs on.
+in_use=$(query 'tierfs_memory_heap_in_use_bytes')
+held=$(query 'tierfs_memory_heap_held_bytes')
+echo "malloc: $in_use bytes in use, $held held"
+((in_use >= slabs && held >= in_use)) ||
+  fail "malloc reports $in_use bytes in use and $held held, with $slabs bytes of slabs"
 # Scraped while the workload ran: the miss counter had several distinct values over time.
 changes=$(query 'changes(tierfs_cache_hits_total{tier="memory"}[5m])')
 ((changes >= 1)) || fail "the memory hit counter never changed between scrapes ($changes)"
