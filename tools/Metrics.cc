@@ -108,11 +108,6 @@ void addCache(FamilyList& out, const MetricsSources& src) {
   out.gauge("tierfs_cache_memory_slab_bytes",
             "Memory in slabs for small chunks (the memory cache's, and reads in flight)",
             SlabAllocator::shared().slabBytes());
-  const HeapFigures heap = heapFigures();
-  out.gauge("tierfs_memory_heap_in_use_bytes", "Memory malloc has handed out and not taken back",
-            heap.inUseBytes);
-  out.gauge("tierfs_memory_heap_held_bytes",
-            "Memory malloc holds from the kernel, in use or free for reuse", heap.heldBytes);
   out.gauge("tierfs_cache_entries", "Chunks kept on the cache devices", c.deviceEntries);
   out.counter("tierfs_cache_evicted_regions_total", "Device regions evicted to make room",
               c.deviceEvictedRegions);
@@ -155,6 +150,11 @@ void addDaemon(FamilyList& out, const MetricsSources& src) {
   out.gauge("tierfs_build_info", "Always 1; the labels name the build", 1, {{"version", kVersion}});
   out.gauge("tierfs_dirty_bytes", "Bytes written on this node and not yet uploaded",
             src.stack.filesystem->unflushedBytes());
+  const HeapFigures heap = heapFigures();
+  out.gauge("tierfs_memory_heap_in_use_bytes", "Memory malloc has handed out and not taken back",
+            heap.inUseBytes);
+  out.gauge("tierfs_memory_heap_held_bytes",
+            "Memory malloc holds from the kernel, in use or free for reuse", heap.heldBytes);
   if (!src.warm) return;
   const ControlService::WarmCounters w = src.warm();
   out.gauge("tierfs_warm_jobs", "Warm-ups running now", w.running);

@@ -72,8 +72,8 @@ cat_all
 settled_counts
 # A mount that does not keep the page cache sends a READ for every file (40). This kernel, now
 # and then (1 run in 15-25, under load, alone too), sends one or two READs for a re-read of cached
-# files with no other request: the cause is not found yet, so up to 2 READs
-# pass; every other op must send none.
+# files with no other request: the cause is not found yet, so up to 2 READs pass; every other op
+# must send none.
 for op in "${ops[@]}"; do
   n=$(($(requests "$op") - ${before[$op]}))
   echo "re-read of $(wc -l < "$work/files") files: $n $op requests"
