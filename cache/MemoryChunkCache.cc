@@ -94,6 +94,7 @@ class MemoryChunkCache final : public ChunkCache {
     {
       std::lock_guard lock(mu_);
       eraseLocked(key);
+      forgetPrefetchLocked(key);  // dropped before a reader came: not a prefetch that paid off
     }
     if (options_.device) options_.device->erase(key);
   }
@@ -250,6 +251,7 @@ class MemoryChunkCache final : public ChunkCache {
       readerJoined_.erase(ChunkKeyHash{}(key));
       if (result && (!pending.readers.empty() || !options_.device)) insertLocked(key, *result);
     }
+    forgetEvictedPrefetches();
     for (auto& r : pending.readers) r(result);
     if (result && fetched && options_.device && !pending.warmers.empty() && !holds(key)) {
       // A warm-up joined after the fetch was offered to the devices as a reader's, not admitted.
@@ -279,8 +281,11 @@ class MemoryChunkCache final : public ChunkCache {
   }
 
   void insert(const ChunkKey& key, const Bytes& raw) {
-    std::lock_guard lock(mu_);
-    insertLocked(key, raw);
+    {
+      std::lock_guard lock(mu_);
+      insertLocked(key, raw);
+    }
+    forgetEvictedPrefetches();
   }
 
   void insertLocked(const ChunkKey& key, const Bytes& raw) {
@@ -288,7 +293,36 @@ class MemoryChunkCache final : public ChunkCache {
     lru_.push_front(key);
     entries_.emplace(key, Entry{raw, lru_.begin()});
     bytes_ += raw.size();
-    while (bytes_ > options_.capacityBytes) eraseLocked(lru_.back());
+    while (bytes_ > options_.capacityBytes) {
+      const ChunkKey victim = lru_.back();
+      const std::uint64_t h = ChunkKeyHash{}(victim);
+      if (prefetched_.contains(h) || prefetchedBefore_.contains(h))
+        evictedUnread_.push_back(victim);
+      eraseLocked(victim);
+    }
+  }
+
+  // Chunks fetched ahead that memory let go of before any reader asked for them: unless a device
+  // still holds them, they were not read before eviction, and a read now fetches them again (a
+  // read-ahead window larger than memory does that). Asks the device without holding mu_.
+  void forgetEvictedPrefetches() {
+    std::vector<ChunkKey> evicted;
+    {
+      std::lock_guard lock(mu_);
+      if (evictedUnread_.empty()) return;
+      evicted.swap(evictedUnread_);
+    }
+    std::erase_if(evicted, [this](const ChunkKey& k) {
+      return options_.device && options_.device->contains(k);
+    });
+    std::lock_guard lock(mu_);
+    for (const ChunkKey& k : evicted) forgetPrefetchLocked(k);
+  }
+
+  void forgetPrefetchLocked(const ChunkKey& key) {
+    const std::uint64_t h = ChunkKeyHash{}(key);
+    prefetched_.erase(h);
+    prefetchedBefore_.erase(h);
   }
 
   void eraseLocked(const ChunkKey& key) {
@@ -318,6 +352,7 @@ class MemoryChunkCache final : public ChunkCache {
   ChunkCacheStats counters_;
   absl::flat_hash_set<std::uint64_t> prefetched_, prefetchedBefore_;
   absl::flat_hash_set<std::uint64_t> readerJoined_;  // fetches under way a reader waits for
+  std::vector<ChunkKey> evictedUnread_;              // for forgetEvictedPrefetches()
 
   // Last: their destructors run queued tasks, which use the members above.
   ThreadPool codecPool_;

@@ -9,6 +9,12 @@ std::uint64_t roundUp(std::uint64_t n, std::uint64_t unit) { return (n + unit - 
 
 }  // namespace
 
+ReadAheadOptions fitReadAheadToMemory(ReadAheadOptions options, std::uint64_t memoryBytes) {
+  options.maxWindow = std::min(options.maxWindow, memoryBytes / 4);
+  options.budget = std::min(options.budget, memoryBytes / 2);
+  return options;
+}
+
 ByteRange ReadAheadStream::onRead(std::uint64_t offset, std::uint64_t length, std::uint64_t size,
                                   const ReadAheadOptions& o) {
   std::lock_guard lock(mu_);

@@ -356,6 +356,17 @@ Result<std::unique_ptr<FsStack>> openFilesystem(const DaemonConfig& cfg, bool au
     TIERFS_ASSIGN_OR_RETURN(stack->advisor, cache::SizingAdvisor::open(std::move(advisor)));
     fsOptions.advisor = stack->advisor.get();
   }
+  fsOptions.readAhead = fs::fitReadAheadToMemory(cfg.fs.readAhead, cfg.cache.capacityBytes);
+  if (fsOptions.readAhead.maxWindow != cfg.fs.readAhead.maxWindow ||
+      fsOptions.readAhead.budget != cfg.fs.readAhead.budget) {
+    spdlog::warn(
+        "[prefetch] max_window {} and read_ahead_budget {} need a memory cache of 4x and 2x "
+        "them (memory_size is {}): read-ahead would evict its own chunks before they are read; "
+        "using max_window {} and read_ahead_budget {}",
+        sizeForConfig(cfg.fs.readAhead.maxWindow), sizeForConfig(cfg.fs.readAhead.budget),
+        sizeForConfig(cfg.cache.capacityBytes), sizeForConfig(fsOptions.readAhead.maxWindow),
+        sizeForConfig(fsOptions.readAhead.budget));
+  }
   fsOptions.sweep.enabled = fsOptions.sweep.enabled && stack->devices != nullptr;
   // A file's unflushed bytes must hold at least two chunks, or a writer could wait forever.
   fsOptions.dirtyLimitPerFile =

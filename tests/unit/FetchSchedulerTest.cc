@@ -191,12 +191,38 @@ TEST_F(FetchSchedulerTest, CountsPrefetchedChunksAndThoseReadAfterwards) {
   // A reader that catches up with a read-ahead still under way: it paid off too.
   cache->evict(ChunkKey{2, 1, 2});
   delayReads(std::chrono::milliseconds(100));
-  cache->read(ChunkKey{2, 1, 2}, [](Result<Bytes> r) { EXPECT_OK(r); }, Priority::kReadAhead);
+  cache->read(
+      ChunkKey{2, 1, 2}, [](Result<Bytes> r) { EXPECT_OK(r); }, Priority::kReadAhead);
   ASSERT_OK(read(2, Priority::kDemand));
   const ChunkCacheStats s = cache->stats();
   EXPECT_EQ(s.prefetchedChunks, 3u);
   EXPECT_EQ(s.prefetchUsed, 2u);
   EXPECT_EQ(s.backendReads, 4u);
+}
+
+// A chunk fetched ahead that memory let go of before a reader came was not used: the reader's
+// read fetches it again (a read-ahead window larger than the memory cache does that).
+TEST_F(FetchSchedulerTest, APrefetchEvictedBeforeItIsReadIsNotCountedAsUsed) {
+  auto cache = makeMemoryChunkCache(*faulty_, {.capacityBytes = 2000, .chunkBytes = 1 << 10});
+  for (std::uint32_t i = 0; i < 4; ++i) {
+    ASSERT_OK(backends::waitFor<std::uint64_t>([&](auto cb) {
+      cache->write(ChunkKey{3, 1, i}, Bytes(testing::randomBytes(900, i)), cb);
+    }));
+    cache->evict(ChunkKey{3, 1, i});
+  }
+  auto read = [&](std::uint32_t piece, Priority p) {
+    return backends::waitFor<Bytes>([&](auto cb) { cache->read(ChunkKey{3, 1, piece}, cb, p); });
+  };
+  for (std::uint32_t i = 0; i < 3; ++i) ASSERT_OK(read(i, Priority::kReadAhead));  // 0 goes
+  ASSERT_OK(read(0, Priority::kDemand));  // fetched again: the prefetch was wasted
+  ASSERT_OK(read(2, Priority::kDemand));  // still in memory: used
+  ASSERT_OK(read(3, Priority::kReadAhead));
+  cache->evict(ChunkKey{3, 1, 3});  // dropped by command before a reader came
+  ASSERT_OK(read(3, Priority::kDemand));
+  const ChunkCacheStats s = cache->stats();
+  EXPECT_EQ(s.prefetchedChunks, 4u);
+  EXPECT_EQ(s.prefetchUsed, 1u);
+  EXPECT_EQ(s.backendReads, 6u);
 }
 
 }  // namespace

@@ -91,6 +91,17 @@ TEST(ReadAheadStream, ARangeNotFetchedIsAskedForAgain) {
   EXPECT_EQ(again.begin, first.begin);
 }
 
+TEST(ReadAheadOptions, FitToMemoryLeavesRoomForTheChunksFetchedAhead) {
+  const ReadAheadOptions wide{.maxWindow = 128 * kMiB, .budget = 256 * kMiB};
+  const ReadAheadOptions fitted = fitReadAheadToMemory(wide, 128 * kMiB);
+  EXPECT_EQ(fitted.maxWindow, 32 * kMiB);
+  EXPECT_EQ(fitted.budget, 64 * kMiB);
+  const ReadAheadOptions defaults;  // what the default 128 MiB memory cache holds: unchanged
+  const ReadAheadOptions same = fitReadAheadToMemory(defaults, 128 * kMiB);
+  EXPECT_EQ(same.maxWindow, defaults.maxWindow);
+  EXPECT_EQ(same.budget, defaults.budget);
+}
+
 // Through the Filesystem: a file of 64 chunks of 64 KiB, read by a node whose cache is cold.
 class ReadAheadFsTest : public FilesystemTest {
  protected:
