@@ -32,8 +32,9 @@ struct ChunkCacheStats {
   std::uint64_t deviceFailed = 0;                           // devices taken out of service
   std::uint64_t deviceFramedBytes = 0, deviceRawBytes = 0;  // kept, and what they decode to
   // Prefetch accuracy: chunks fetched ahead of readers (read-ahead, hints, sweeps), and how many
-  // of them a reader then asked for before the cache let them go (evicted from memory and held
-  // by no device, or evicted by command) and while they were still remembered (the last ~512k).
+  // of them a reader then found in the cache (memory, a device, or the fetch still under way):
+  // one evicted before a reader came is fetched again and does not count. Keys are remembered
+  // for the last ~512k chunks fetched ahead.
   std::uint64_t prefetchedChunks = 0, prefetchUsed = 0;
 };
 

@@ -94,7 +94,6 @@ class MemoryChunkCache final : public ChunkCache {
     {
       std::lock_guard lock(mu_);
       eraseLocked(key);
-      forgetPrefetchLocked(key);  // dropped before a reader came: not a prefetch that paid off
     }
     if (options_.device) options_.device->erase(key);
   }
@@ -106,9 +105,9 @@ class MemoryChunkCache final : public ChunkCache {
     bool joined = false;
     {
       std::lock_guard lock(mu_);
-      if (priority == Priority::kDemand) notePrefetchUsedLocked(key);
       hit = lookupLocked(key);
       if (hit) {
+        if (priority == Priority::kDemand) notePrefetchUsedLocked(key);
         ++counters_.memoryHits;
         counters_.bytesFromMemory += hit->size();
       }
@@ -172,6 +171,10 @@ class MemoryChunkCache final : public ChunkCache {
       // The device checked the entry (XXH3-64 of the whole frame).
       if (Result<Bytes> raw = decodeCheckedChunk(*frame, buffers_.get())) {
         count(&ChunkCacheStats::deviceHits, &ChunkCacheStats::bytesFromDevice, frame->size());
+        if (priority == Priority::kDemand) {
+          std::lock_guard lock(mu_);
+          notePrefetchUsedLocked(key);
+        }
         return finishRead(key, std::move(raw));
       }
       options_.device->erase(key);
@@ -180,6 +183,12 @@ class MemoryChunkCache final : public ChunkCache {
   }
 
   void fetch(const ChunkKey& key, Priority priority) {
+    if (priority == Priority::kDemand) {
+      // A reader found it in no cache: if it had been fetched ahead, it was let go (evicted)
+      // before it was read, and this read fetches it again. It did not pay off.
+      std::lock_guard lock(mu_);
+      forgetPrefetchLocked(key);
+    }
     scheduler_.read(key.objectName(), priority, options_.chunkBytes,
                     [this, key, priority](Result<Bytes> frame) {
                       codecPool_.post([this, key, priority, frame = std::move(frame)]() mutable {
@@ -251,7 +260,6 @@ class MemoryChunkCache final : public ChunkCache {
       readerJoined_.erase(ChunkKeyHash{}(key));
       if (result && (!pending.readers.empty() || !options_.device)) insertLocked(key, *result);
     }
-    forgetEvictedPrefetches();
     for (auto& r : pending.readers) r(result);
     if (result && fetched && options_.device && !pending.warmers.empty() && !holds(key)) {
       // A warm-up joined after the fetch was offered to the devices as a reader's, not admitted.
@@ -281,11 +289,8 @@ class MemoryChunkCache final : public ChunkCache {
   }
 
   void insert(const ChunkKey& key, const Bytes& raw) {
-    {
-      std::lock_guard lock(mu_);
-      insertLocked(key, raw);
-    }
-    forgetEvictedPrefetches();
+    std::lock_guard lock(mu_);
+    insertLocked(key, raw);
   }
 
   void insertLocked(const ChunkKey& key, const Bytes& raw) {
@@ -293,30 +298,7 @@ class MemoryChunkCache final : public ChunkCache {
     lru_.push_front(key);
     entries_.emplace(key, Entry{raw, lru_.begin()});
     bytes_ += raw.size();
-    while (bytes_ > options_.capacityBytes) {
-      const ChunkKey victim = lru_.back();
-      const std::uint64_t h = ChunkKeyHash{}(victim);
-      if (prefetched_.contains(h) || prefetchedBefore_.contains(h))
-        evictedUnread_.push_back(victim);
-      eraseLocked(victim);
-    }
-  }
-
-  // Chunks fetched ahead that memory let go of before any reader asked for them: unless a device
-  // still holds them, they were not read before eviction, and a read now fetches them again (a
-  // read-ahead window larger than memory does that). Asks the device without holding mu_.
-  void forgetEvictedPrefetches() {
-    std::vector<ChunkKey> evicted;
-    {
-      std::lock_guard lock(mu_);
-      if (evictedUnread_.empty()) return;
-      evicted.swap(evictedUnread_);
-    }
-    std::erase_if(evicted, [this](const ChunkKey& k) {
-      return options_.device && options_.device->contains(k);
-    });
-    std::lock_guard lock(mu_);
-    for (const ChunkKey& k : evicted) forgetPrefetchLocked(k);
+    while (bytes_ > options_.capacityBytes) eraseLocked(lru_.back());
   }
 
   void forgetPrefetchLocked(const ChunkKey& key) {
@@ -352,7 +334,6 @@ class MemoryChunkCache final : public ChunkCache {
   ChunkCacheStats counters_;
   absl::flat_hash_set<std::uint64_t> prefetched_, prefetchedBefore_;
   absl::flat_hash_set<std::uint64_t> readerJoined_;  // fetches under way a reader waits for
-  std::vector<ChunkKey> evictedUnread_;              // for forgetEvictedPrefetches()
 
   // Last: their destructors run queued tasks, which use the members above.
   ThreadPool codecPool_;
