@@ -69,6 +69,23 @@ class FetchSchedulerTest : public ::testing::Test {
     });
   }
 
+  // Chunks {ino, 1, 0..n-1} of `bytes` random bytes each, in the back end only (written
+  // through the cache, then evicted from it).
+  static void storeChunks(ChunkCache& cache, std::uint64_t ino, std::uint32_t n,
+                          std::size_t bytes) {
+    for (std::uint32_t i = 0; i < n; ++i) {
+      ASSERT_OK(backends::waitFor<std::uint64_t>([&](auto cb) {
+        cache.write(ChunkKey{ino, 1, i}, Bytes(testing::randomBytes(bytes, i)), cb);
+      }));
+      cache.evict(ChunkKey{ino, 1, i});
+    }
+  }
+  // Reads chunk {ino, 1, piece} through the cache at priority p, and waits for it.
+  static Result<Bytes> readChunk(ChunkCache& cache, std::uint64_t ino, std::uint32_t piece,
+                                 Priority p) {
+    return backends::waitFor<Bytes>([&](auto cb) { cache.read(ChunkKey{ino, 1, piece}, cb, p); });
+  }
+
   TempDir dir_{TempDir::memoryBase()};
   std::unique_ptr<backends::DirStore> dirStore_;
   std::unique_ptr<backends::FaultyStore> faulty_;
@@ -174,15 +191,8 @@ TEST_F(FetchSchedulerTest, AReadersLatencyStaysLowWhileAWarmUpRuns) {
 // Prefetch accuracy: chunks fetched ahead of readers, and those a reader then asked for.
 TEST_F(FetchSchedulerTest, CountsPrefetchedChunksAndThoseReadAfterwards) {
   auto cache = makeMemoryChunkCache(*faulty_, {.chunkBytes = 1 << 10});
-  for (std::uint32_t i = 0; i < 3; ++i) {
-    ASSERT_OK(backends::waitFor<std::uint64_t>([&](auto cb) {
-      cache->write(ChunkKey{2, 1, i}, Bytes(testing::randomBytes(500, i)), cb);
-    }));
-    cache->evict(ChunkKey{2, 1, i});
-  }
-  auto read = [&](std::uint32_t piece, Priority p) {
-    return backends::waitFor<Bytes>([&](auto cb) { cache->read(ChunkKey{2, 1, piece}, cb, p); });
-  };
+  storeChunks(*cache, 2, 3, 500);
+  auto read = [&](std::uint32_t piece, Priority p) { return readChunk(*cache, 2, piece, p); };
   ASSERT_OK(read(0, Priority::kReadAhead));
   ASSERT_OK(read(1, Priority::kReadAhead));
   ASSERT_OK(read(2, Priority::kDemand));  // fetched for a reader: not a prefetch
@@ -204,15 +214,8 @@ TEST_F(FetchSchedulerTest, CountsPrefetchedChunksAndThoseReadAfterwards) {
 // read fetches it again (a read-ahead window larger than the memory cache does that).
 TEST_F(FetchSchedulerTest, APrefetchEvictedBeforeItIsReadIsNotCountedAsUsed) {
   auto cache = makeMemoryChunkCache(*faulty_, {.capacityBytes = 2000, .chunkBytes = 1 << 10});
-  for (std::uint32_t i = 0; i < 4; ++i) {
-    ASSERT_OK(backends::waitFor<std::uint64_t>([&](auto cb) {
-      cache->write(ChunkKey{3, 1, i}, Bytes(testing::randomBytes(900, i)), cb);
-    }));
-    cache->evict(ChunkKey{3, 1, i});
-  }
-  auto read = [&](std::uint32_t piece, Priority p) {
-    return backends::waitFor<Bytes>([&](auto cb) { cache->read(ChunkKey{3, 1, piece}, cb, p); });
-  };
+  storeChunks(*cache, 3, 4, 900);
+  auto read = [&](std::uint32_t piece, Priority p) { return readChunk(*cache, 3, piece, p); };
   for (std::uint32_t i = 0; i < 3; ++i) ASSERT_OK(read(i, Priority::kReadAhead));  // 0 goes
   ASSERT_OK(read(0, Priority::kDemand));  // fetched again: the prefetch was wasted
   ASSERT_OK(read(2, Priority::kDemand));  // still in memory: used
