@@ -1,10 +1,22 @@
 #include "fs/HintedPrefetch.h"
 
 namespace tierfs::fs {
+namespace {
+
+std::uint64_t dataBytes(const TreeCache::File& file) {
+  std::uint64_t bytes = 0;
+  for (const TreeCache::Chunk& chunk : file.chunks) bytes += chunk.bytes;
+  return bytes;
+}
+
+}  // namespace
 
 HintedPrefetch::HintedPrefetch(cache::ChunkCache& cache, std::vector<TreeCache::File> order,
-                               unsigned distance)
-    : cache_(cache), order_(std::move(order)), distance_(std::max(1u, distance)) {
+                               unsigned distance, std::uint64_t maxBytesAhead)
+    : cache_(cache),
+      order_(std::move(order)),
+      distance_(std::max(1u, distance)),
+      maxBytesAhead_(maxBytesAhead) {
   for (std::size_t i = 0; i < order_.size(); ++i) indexOf_.try_emplace(order_[i].ino, i);
   std::vector<cache::ChunkKey> keys;
   {
@@ -33,12 +45,21 @@ void HintedPrefetch::accessed(Ino ino) {
   fetch(keys);
 }
 
-// The chunks of the files up to `distance` past the position not asked for yet, in the order
-// given (counted as pending: fetch() must follow, outside the lock).
+// The chunks of the files up to `distance` past the position not asked for yet, within
+// maxBytesAhead_ of data past it, in the order given (counted as pending: fetch() must follow,
+// outside the lock).
 std::vector<cache::ChunkKey> HintedPrefetch::topUpLocked() {
   std::vector<cache::ChunkKey> keys;
-  const std::size_t until = std::min<std::size_t>(order_.size(), stats_.position + distance_);
+  const std::size_t position = stats_.position;
+  const std::size_t until = std::min<std::size_t>(order_.size(), position + distance_);
+  std::uint64_t ahead = 0;
+  for (std::size_t i = position; i < next_; ++i) ahead += dataBytes(order_[i]);
   for (; next_ < until; ++next_) {
+    if (next_ >= position) {
+      const std::uint64_t bytes = dataBytes(order_[next_]);
+      if (next_ > position && ahead + bytes > maxBytesAhead_) break;
+      ahead += bytes;
+    }
     ++stats_.prefetched;
     for (const TreeCache::Chunk& chunk : order_[next_].chunks) keys.push_back(chunk.key);
   }

@@ -16,7 +16,9 @@ namespace tierfs::fs {
 // files in (an epoch's sample order) hands it over, and the chunks of the next `distance` files
 // after the reader's position are read in exactly that order, at read-ahead priority, through
 // this node's chunk cache. The position is the furthest file of the list the reader has opened, so
-// the prefetch stays a bounded distance ahead however fast the reader goes.
+// the prefetch stays a bounded distance ahead however fast the reader goes: `distance` files, and
+// no more than `maxBytesAhead` of data past the position (the reader's next file always goes), so
+// that a hint over large files does not fetch more than the cache can keep until it is read.
 //
 // Thread-safe. accessed() is called from FUSE threads and only starts asynchronous fetches.
 class HintedPrefetch {
@@ -29,7 +31,8 @@ class HintedPrefetch {
     std::uint64_t failedChunks = 0;
   };
 
-  HintedPrefetch(cache::ChunkCache& cache, std::vector<TreeCache::File> order, unsigned distance);
+  HintedPrefetch(cache::ChunkCache& cache, std::vector<TreeCache::File> order, unsigned distance,
+                 std::uint64_t maxBytesAhead = UINT64_MAX);
   ~HintedPrefetch();  // waits for the fetches it started
 
   // A file was opened: if it is in the order, the position moves past it.
@@ -44,6 +47,7 @@ class HintedPrefetch {
   cache::ChunkCache& cache_;
   const std::vector<TreeCache::File> order_;
   const unsigned distance_;
+  const std::uint64_t maxBytesAhead_;
   std::unordered_map<Ino, std::size_t> indexOf_;  // first place of each file in the order
   mutable std::mutex mu_;
   std::condition_variable idle_;

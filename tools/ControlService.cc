@@ -105,7 +105,9 @@ void ControlService::hint(const control::HintRequest& r, control::Connection& c)
     if (file) order.push_back(std::move(*file));
   }
   const std::size_t missing = r.paths.size() - order.size();
-  auto job = std::make_shared<fs::HintedPrefetch>(*stack_.chunks, std::move(order), r.distance);
+  // What is fetched ahead must stay cached until the reader gets there: at most half the cache.
+  auto job = std::make_shared<fs::HintedPrefetch>(*stack_.chunks, std::move(order), r.distance,
+                                                  stack_.cacheBytes / 2);
   auto reply = [&job](bool finished) {
     const fs::HintedPrefetch::Stats s = job->stats();
     return control::HintReply{s.files, s.position, s.prefetched, s.bytes, finished};

@@ -286,6 +286,20 @@ TEST_F(HintedPrefetchTest, StaysABoundedDistanceAheadOfTheReader) {
   EXPECT_EQ(job.stats().prefetched, static_cast<std::uint64_t>(kFiles));
 }
 
+TEST_F(HintedPrefetchTest, StaysWithinItsBytesAheadOfTheReader) {
+  fs::TreeCache trees(*node_->volume, *node_->cache);
+  std::vector<fs::TreeCache::File> files;
+  for (auto& f : trees.filesAt(paths())) {
+    if (f) files.push_back(std::move(*f));
+  }
+  fs::HintedPrefetch job(*node_->cache, files, 5, 2 * kChunk);
+  EXPECT_EQ(job.stats().prefetched, 2u);  // two files of one chunk: the bytes bound first
+  job.accessed(files[0].ino);             // the reader has the first: one more fits
+  EXPECT_EQ(job.stats().prefetched, 3u);
+  fs::HintedPrefetch tiny(*node_->cache, files, 5, 1);
+  EXPECT_EQ(tiny.stats().prefetched, 1u);  // the reader's next file goes whatever its size
+}
+
 // ---- dataset sweeps ----
 
 // The memory cache, with room for `room` bytes as if it had devices.
