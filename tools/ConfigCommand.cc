@@ -167,6 +167,9 @@ int runCheck(const std::string& given) {
     return kInvalid;
   }
   std::printf("%s: valid\n", file.c_str());
+  if (std::string note = readAheadClampNote(*cfg); !note.empty()) {
+    std::printf("note: %s\n", note.c_str());
+  }
   return 0;
 }
 

@@ -305,6 +305,19 @@ Status readDaemonSections(const std::string& file, DaemonConfig& cfg) {
   return readFs(ConfigSection(root["fs"].as_table(), file, "fs"), cfg);
 }
 
+std::string readAheadClampNote(const DaemonConfig& cfg) {
+  const fs::ReadAheadOptions& want = cfg.fs.readAhead;
+  const fs::ReadAheadOptions used = fs::fitReadAheadToMemory(want, cfg.cache.capacityBytes);
+  if (used.maxWindow == want.maxWindow && used.budget == want.budget) return {};
+  return fmt::format(
+      "[prefetch] max_window {} and read_ahead_budget {} need a memory cache of 4x and 2x them "
+      "(memory_size is {}): read-ahead would evict its own chunks before they are read; using "
+      "max_window {} and read_ahead_budget {}",
+      sizeForConfig(want.maxWindow), sizeForConfig(want.budget),
+      sizeForConfig(cfg.cache.capacityBytes), sizeForConfig(used.maxWindow),
+      sizeForConfig(used.budget));
+}
+
 std::string defaultStorePath() {
   if (geteuid() == 0) return "/var/lib/tierfs/store";
   const char* home = std::getenv("HOME");
@@ -357,16 +370,7 @@ Result<std::unique_ptr<FsStack>> openFilesystem(const DaemonConfig& cfg, bool au
     fsOptions.advisor = stack->advisor.get();
   }
   fsOptions.readAhead = fs::fitReadAheadToMemory(cfg.fs.readAhead, cfg.cache.capacityBytes);
-  if (fsOptions.readAhead.maxWindow != cfg.fs.readAhead.maxWindow ||
-      fsOptions.readAhead.budget != cfg.fs.readAhead.budget) {
-    spdlog::warn(
-        "[prefetch] max_window {} and read_ahead_budget {} need a memory cache of 4x and 2x "
-        "them (memory_size is {}): read-ahead would evict its own chunks before they are read; "
-        "using max_window {} and read_ahead_budget {}",
-        sizeForConfig(cfg.fs.readAhead.maxWindow), sizeForConfig(cfg.fs.readAhead.budget),
-        sizeForConfig(cfg.cache.capacityBytes), sizeForConfig(fsOptions.readAhead.maxWindow),
-        sizeForConfig(fsOptions.readAhead.budget));
-  }
+  if (std::string note = readAheadClampNote(cfg); !note.empty()) spdlog::warn("{}", note);
   fsOptions.sweep.enabled = fsOptions.sweep.enabled && stack->devices != nullptr;
   // A file's unflushed bytes must hold at least two chunks, or a writer could wait forever.
   fsOptions.dirtyLimitPerFile =

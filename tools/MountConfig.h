@@ -91,6 +91,10 @@ Status readDaemonSections(const std::string& file, DaemonConfig& cfg);
 // The store a daemon uses when no back end is configured: the embedded dir back end.
 std::string defaultStorePath();
 
+// When [prefetch]'s window or budget is more than the memory cache can keep ahead of readers
+// (fs::fitReadAheadToMemory), a sentence saying what the daemon uses instead; else empty.
+std::string readAheadClampNote(const DaemonConfig& cfg);
+
 // A Filesystem built from a back end as the daemon builds it. The members are destroyed in
 // reverse order: the filesystem (which commits what is unflushed) before what it uses.
 struct FsStack {

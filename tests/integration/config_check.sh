@@ -203,6 +203,13 @@ printf '%s\n' "$header" > "$cfg"
 run config check "$cfg"
 expect_rc 0 "a minimal config"
 expect_out "^$F: valid$" "a minimal config"
+grep -q '^note:' "$work/out" && fail "a minimal config: a note: $(cat "$work/out")"
+# Valid, with a note: a read-ahead window the memory cache cannot keep ahead of readers.
+printf '%s\n[cache]\nmemory_size = "64M"\n[prefetch]\nmax_window = "64M"\n' "$header" > "$cfg"
+run config check "$cfg"
+expect_rc 0 "a window larger than memory"
+expect_out "^note: \[prefetch\] max_window 64M and read_ahead_budget 64M need a memory cache of 4x and 2x them \(memory_size is 64M\).*using max_window 16M and read_ahead_budget 32M$" \
+  "a window larger than memory"
 run config check "$work/absent.toml"
 expect_rc 2 "a missing file"
 expect_err "cannot read $work/absent.toml: No such file or directory" "a missing file"
