@@ -70,12 +70,13 @@ declare -A before
 for op in "${ops[@]}"; do before[$op]=$(requests "$op"); done
 cat_all
 settled_counts
-# A mount that does not keep the page cache sends a READ for every file (40). This kernel now and
-# then re-reads a single 4 KiB page in the middle of a cached file: 1 run in 15-25 sends 1-2 such
-# READs, and with the daemon's --debug logging 13 runs in 40 sent 1-6 (by the daemon's log: one
-# page at offset 53248 of a 63,021-byte file whose whole first READ had been answered; no
-# reclaim ran, pgsteal stayed 0; cause not found). So READs may be up to a quarter of the files,
-# still far from one per file; every other op must send none.
+# A mount that does not keep the page cache sends a READ for every file (40). This VM runs DAMON
+# proactive reclaim (kdamond.0, a paddr "pageout" scheme): it evicts single clean page-cache pages
+# it judges cold, ours included, and the re-read then fetches each such page again: 1 run in 15-25
+# sends 1-2 READs of 4 KiB, and with the daemon's --debug logging 13 runs in 40 sent 1-6 (in a
+# run traced with the filemap tracepoints, 6 READs and 6 pages of those files evicted by
+# kdamond). So READs may be up to a quarter of the files, still far from one per file; every
+# other op must send none.
 files=$(wc -l < "$work/files")
 for op in "${ops[@]}"; do
   n=$(($(requests "$op") - ${before[$op]}))
