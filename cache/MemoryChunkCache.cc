@@ -233,8 +233,15 @@ class MemoryChunkCache final : public ChunkCache {
   }
 
   void notePrefetchUsedLocked(const ChunkKey& key) {
+    if (forgetPrefetchLocked(key)) ++counters_.prefetchUsed;
+  }
+
+  // Drops the key from the chunks remembered as fetched ahead; true if it was one.
+  bool forgetPrefetchLocked(const ChunkKey& key) {
     const std::uint64_t h = ChunkKeyHash{}(key);
-    if (prefetched_.erase(h) || prefetchedBefore_.erase(h)) ++counters_.prefetchUsed;
+    const bool recent = prefetched_.erase(h) > 0;  // from both generations: it may be in each
+    const bool older = prefetchedBefore_.erase(h) > 0;
+    return recent || older;
   }
 
   void count(std::uint64_t ChunkCacheStats::*reads, std::uint64_t ChunkCacheStats::*bytes,
@@ -299,12 +306,6 @@ class MemoryChunkCache final : public ChunkCache {
     entries_.emplace(key, Entry{raw, lru_.begin()});
     bytes_ += raw.size();
     while (bytes_ > options_.capacityBytes) eraseLocked(lru_.back());
-  }
-
-  void forgetPrefetchLocked(const ChunkKey& key) {
-    const std::uint64_t h = ChunkKeyHash{}(key);
-    prefetched_.erase(h);
-    prefetchedBefore_.erase(h);
   }
 
   void eraseLocked(const ChunkKey& key) {
