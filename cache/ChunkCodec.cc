@@ -1,13 +1,14 @@
 #include "cache/ChunkCodec.h"
 
 #include <fmt/format.h>
-#include <xxhash.h>
 #include <zstd.h>
 
 #include <algorithm>
 #include <cstring>
 #include <memory>
 #include <utility>
+
+#include "cache/Checksum.h"
 
 namespace tierfs::cache {
 namespace {
@@ -44,9 +45,7 @@ std::uint32_t low32(std::uint64_t hash) { return static_cast<std::uint32_t>(hash
 
 // Covers the 28 bytes before it, so a damaged header is rejected before any length in it is
 // trusted (for an allocation, a decompression, a slice of the payload).
-std::uint32_t headerCheck(const char* header) {
-  return low32(XXH3_64bits(header, kHeaderCheckOffset));
-}
+std::uint32_t headerCheck(const char* header) { return low32(xxh3(header, kHeaderCheckOffset)); }
 
 void writeHeader(const FrameHeader& header, char* dst) {
   std::memcpy(dst, kMagic.data(), kMagic.size());
@@ -201,7 +200,7 @@ Status decompressPayload(std::string_view payload, char* raw, std::size_t rawLen
 Result<std::string> encodeChunk(std::string_view raw, const CodecOptions& opts) {
   TIERFS_RETURN_IF_ERROR(checkEncodeArguments(raw, opts));
   const auto rawLength = static_cast<std::uint32_t>(raw.size());
-  const std::uint64_t checksum = XXH3_64bits(raw.data(), raw.size());
+  const std::uint64_t checksum = xxh3(raw.data(), raw.size());
   // Stored raw, the payload is the raw bytes: its check comes free from their checksum.
   FrameHeader header{Codec::kNone, rawLength, rawLength, checksum, low32(checksum)};
   std::string frame;
@@ -214,7 +213,7 @@ Result<std::string> encodeChunk(std::string_view raw, const CodecOptions& opts) 
     if (compressed != 0) {
       header.codec = Codec::kZstd;
       header.storedLength = static_cast<std::uint32_t>(compressed);
-      header.payloadCheck = low32(XXH3_64bits(payload, compressed));
+      header.payloadCheck = low32(xxh3(payload, compressed));
     }
   }
   frame.resize(kFrameHeaderSize + header.storedLength);
@@ -254,7 +253,7 @@ Result<FrameHeader> verifyFrame(std::string_view frame, bool bytesChecked = fals
   TIERFS_ASSIGN_OR_RETURN(const FrameHeader header, parseFrameHeader(frame));
   if (bytesChecked) return header;
   const std::string_view payload = frame.substr(kFrameHeaderSize);
-  const std::uint64_t payloadHash = XXH3_64bits(payload.data(), payload.size());
+  const std::uint64_t payloadHash = xxh3(payload.data(), payload.size());
   // Before decompressing: damage is caught at hashing speed (several times zstd's) and costs no
   // allocation.
   TIERFS_RETURN_IF_ERROR(checkPayload(low32(payloadHash), header.payloadCheck));
@@ -266,7 +265,7 @@ Result<FrameHeader> verifyFrame(std::string_view frame, bool bytesChecked = fals
 // the header's checksum.
 Status decompressFrame(const FrameHeader& header, std::string_view frame, char* raw) {
   TIERFS_RETURN_IF_ERROR(decompressPayload(frame.substr(kFrameHeaderSize), raw, header.rawLength));
-  return checkRaw(XXH3_64bits(raw, header.rawLength), header.checksum);
+  return checkRaw(xxh3(raw, header.rawLength), header.checksum);
 }
 
 Result<Bytes> decodeShared(const Bytes& frame, BufferPool* pool, bool bytesChecked) {

@@ -1,13 +1,13 @@
 #include "cache/DeviceLabel.h"
 
 #include <fmt/format.h>
-#include <xxhash.h>
 
 #include <array>
 #include <cstddef>
 #include <cstring>
 #include <random>
 
+#include "cache/Checksum.h"
 #include "common/BufferPool.h"
 
 namespace tierfs::cache {
@@ -26,9 +26,7 @@ static_assert(sizeof(LabelBlock) == 40);
 constexpr char kLabelMagic[8] = {'T', 'F', 'S', 'L', 'A', 'B', 'E', 'L'};
 constexpr std::uint32_t kLabelVersion = 1;
 
-std::uint64_t checksumOf(const LabelBlock& b) {
-  return XXH3_64bits(&b, offsetof(LabelBlock, checksum));
-}
+std::uint64_t checksumOf(const LabelBlock& b) { return xxh3(&b, offsetof(LabelBlock, checksum)); }
 
 std::string hexId(const LabelBlock& b) { return fmt::format("{:016x}{:016x}", b.id[0], b.id[1]); }
 

@@ -3,7 +3,6 @@
 #include <absl/container/flat_hash_map.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <xxhash.h>
 
 #include <algorithm>
 #include <condition_variable>
@@ -14,6 +13,8 @@
 #include <new>
 #include <thread>
 #include <tuple>
+
+#include "cache/Checksum.h"
 
 namespace tierfs::cache {
 namespace {
@@ -43,7 +44,7 @@ std::uint64_t keyHash(const ChunkKey& k) {
     std::uint64_t ino, version;
     std::uint32_t piece;
   } packed{k.ino, k.version, k.piece};
-  return XXH3_64bits(&packed, 20);
+  return xxh3(&packed, 20);
 }
 
 // Where an entry is: 12 bytes; with the 8-byte key hash, a 24-byte slot of the index.
@@ -290,7 +291,7 @@ std::optional<Bytes> RegionCache::Impl::lookup(const ChunkKey& key) {
   EntryHeader h;
   std::memcpy(&h, entry, kHeaderSize);
   const bool sound = read.isOk() && h.magic == kEntryMagic && h.length == loc.length &&
-                     h.checksum == XXH3_64bits(entry + kHeaderSize, loc.length);
+                     h.checksum == xxh3(entry + kHeaderSize, loc.length);
   const bool sameKey = h.ino == key.ino && h.version == key.version && h.piece == key.piece;
 
   lock.lock();
@@ -323,7 +324,7 @@ bool RegionCache::Impl::insert(const ChunkKey& key, std::string_view bytes) {
   const std::uint64_t need = roundUp(kHeaderSize + bytes.size(), kEntryAlign);
   EntryHeader h{
       kEntryMagic, static_cast<std::uint32_t>(bytes.size()), key.ino, key.version, key.piece,
-      0,           XXH3_64bits(bytes.data(), bytes.size())};
+      0,           xxh3(bytes.data(), bytes.size())};
   const std::uint64_t hash = keyHash(key);
   std::lock_guard lock(mu);
   if (need > options.regionSize || stopping) {
