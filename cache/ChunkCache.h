@@ -80,6 +80,8 @@ class ChunkCache {
   virtual void evict(const ChunkKey& key) = 0;
   // Bytes the cache devices can still take before they must evict (0 without devices).
   virtual std::uint64_t roomBytes() const = 0;
+  // What a chunk of `rawBytes` decoded bytes is charged in the memory tier: the buffer holding it.
+  virtual std::uint64_t memoryCharge(std::uint64_t rawBytes) const { return rawBytes; }
 
   virtual ChunkCacheStats stats() const = 0;
 };
@@ -91,8 +93,8 @@ class DeviceTier;
 std::shared_ptr<BufferPool> makeChunkBufferPool(std::uint64_t chunkBytes);
 
 struct MemoryChunkCacheOptions {
-  // Raw bytes of decoded chunks kept in memory: what concurrent readers share and read-ahead
-  // fills (the kernel's page cache keeps what was read).
+  // Memory for decoded chunks, each charged the buffer it occupies (BufferPool::footprint): what
+  // concurrent readers share and read-ahead fills (the kernel's page cache keeps what was read).
   std::uint64_t capacityBytes = 128 << 20;
   CodecOptions codec;         // how new chunks are encoded
   unsigned codecThreads = 2;  // zstd and checksums run here, off store threads

@@ -84,6 +84,10 @@ class MemoryChunkCache final : public ChunkCache {
     fetch(key, priority);
   }
 
+  std::uint64_t memoryCharge(std::uint64_t rawBytes) const override {
+    return buffers_->footprint(rawBytes);
+  }
+
   std::uint64_t roomBytes() const override {
     if (!options_.device) return 0;
     const RegionCacheStats s = options_.device->stats();
@@ -157,6 +161,7 @@ class MemoryChunkCache final : public ChunkCache {
   struct Entry {
     Bytes raw;
     std::list<ChunkKey>::iterator lruPos;
+    std::uint64_t charged;  // the memory its buffer occupies (BufferPool::footprint)
   };
 
   // A frame the store fetched: its raw bytes go into our buffers (the store's buffer is let go).
@@ -300,18 +305,22 @@ class MemoryChunkCache final : public ChunkCache {
     insertLocked(key, raw);
   }
 
+  // A chunk is charged the memory its buffer takes, not its length: a 110 KB chunk sits in a
+  // 112 KiB slab slot, a 4 MiB one in a pooled buffer with room for a frame header, so that
+  // capacityBytes bounds the memory held (charging lengths let it be up to 12.5% over).
   void insertLocked(const ChunkKey& key, const Bytes& raw) {
-    if (raw.size() > options_.capacityBytes || entries_.count(key)) return;
+    const std::uint64_t charge = memoryCharge(raw.size());
+    if (charge > options_.capacityBytes || entries_.count(key)) return;
     lru_.push_front(key);
-    entries_.emplace(key, Entry{raw, lru_.begin()});
-    bytes_ += raw.size();
+    entries_.emplace(key, Entry{raw, lru_.begin(), charge});
+    bytes_ += charge;
     while (bytes_ > options_.capacityBytes) eraseLocked(lru_.back());
   }
 
   void eraseLocked(const ChunkKey& key) {
     auto it = entries_.find(key);
     if (it == entries_.end()) return;
-    bytes_ -= it->second.raw.size();
+    bytes_ -= it->second.charged;
     lru_.erase(it->second.lruPos);
     entries_.erase(it);
   }

@@ -97,6 +97,13 @@ bool BufferPool::recycles(std::size_t length) const {
   return pools(length) || length <= SlabAllocator::kMaxSlot;
 }
 
+std::size_t BufferPool::footprint(std::size_t length) const {
+  if (pools(length)) return state_->bufferBytes;
+  if (length <= SlabAllocator::kMaxSlot)
+    return SlabAllocator::slotFor(std::max<std::size_t>(length, 1));
+  return (length + kPage - 1) / kPage * kPage;
+}
+
 Bytes BufferPool::copy(std::string_view bytes) {
   Buffer b = take(bytes.size());
   if (!bytes.empty()) std::memcpy(b.data(), bytes.data(), bytes.size());

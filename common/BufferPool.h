@@ -55,6 +55,9 @@ class BufferPool {
   bool pools(std::size_t length) const;
   // Whether its buffer is reused once dropped: pooled, or a slab slot (not malloc'd memory).
   bool recycles(std::size_t length) const;
+  // The memory a buffer taken for `length` bytes occupies: a pooled buffer's bufferBytes(), a
+  // slab slot's size class, or the pages allocated for it.
+  std::size_t footprint(std::size_t length) const;
   Bytes copy(std::string_view bytes);
 
   std::size_t bufferBytes() const;

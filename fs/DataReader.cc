@@ -112,8 +112,10 @@ Result<Bytes> DataReader::fetchBounded(const cache::ChunkKey& key) const {
                   std::chrono::duration_cast<std::chrono::milliseconds>(kDownFetchWait).count())));
 }
 
-// The size recorded is the chunk's raw (decoded) bytes: what the memory cache counts.
-void DataReader::noteAccess(Ino ino, const cache::ChunkKey& key, std::uint64_t bytes) const {
+// The size recorded is what the memory cache charges the chunk (its buffer), so that the
+// advisor's LRU model is the memory cache itself.
+void DataReader::noteAccess(Ino ino, const cache::ChunkKey& key, std::uint64_t rawBytes) const {
+  const std::uint64_t bytes = cache_.memoryCharge(rawBytes);
   const std::uint64_t hash = cache::ChunkKeyHash{}(key);
   if (!advisor_->count(hash, bytes)) return;
   advisor_->recordDataset(hash, bytes, datasetOf_ ? datasetOf_(ino) : std::string());

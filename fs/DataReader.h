@@ -62,7 +62,7 @@ class DataReader {
  private:
   Status gatherInto(Ino ino, const std::vector<Extent>& extents, std::uint64_t offset,
                     std::string& out, bool demand) const;
-  void noteAccess(Ino ino, const cache::ChunkKey& key, std::uint64_t bytes) const;
+  void noteAccess(Ino ino, const cache::ChunkKey& key, std::uint64_t rawBytes) const;
   Result<Bytes> readPiece(Ino ino, const PieceRange& piece) const;
   Result<Bytes> fetch(const cache::ChunkKey& key) const;
   Result<Bytes> fetchBounded(const cache::ChunkKey& key) const;

@@ -144,16 +144,22 @@ TEST_F(AdvisorFilesystemTest, ReadsRecordTheirChunksUnderTheTopLevelDirectory) {
   ASSERT_NE((*advisor)->dataset("data"), nullptr);
   EXPECT_EQ((*advisor)->dataset("data")->sampledAccesses(), 3u);
   EXPECT_EQ((*advisor)->datasets().size(), 1u);  // "g" is in the root: no dataset
-  EXPECT_EQ((*advisor)->volume().workingSetBytes(), 3 * kChunk + 1000);
+  // Each access weighs what the memory cache charges the chunk: its slab slot (64 KiB exactly for
+  // a whole chunk, a 4 KiB page for the 1000-byte tail).
+  const std::uint64_t chunkCharge = node->cache->memoryCharge(kChunk);
+  const std::uint64_t tailCharge = node->cache->memoryCharge(1000);
+  EXPECT_EQ(chunkCharge, kChunk);
+  EXPECT_EQ(tailCharge, 4096u);
+  EXPECT_EQ((*advisor)->volume().workingSetBytes(), 3 * chunkCharge + tailCharge);
   node.reset();
   advisor->reset();  // writes the trace out
   std::vector<cache::TraceRecord> lines;
   ASSERT_OK(cache::replayTrace(tracePath, [&](const auto& r) { lines.push_back(r); }));
   ASSERT_EQ(lines.size(), 4u);
   EXPECT_EQ(lines[0].dataset, "data");
-  EXPECT_EQ(lines[0].bytes, kChunk);
+  EXPECT_EQ(lines[0].bytes, chunkCharge);
   EXPECT_EQ(lines[3].dataset, "");
-  EXPECT_EQ(lines[3].bytes, 1000u);
+  EXPECT_EQ(lines[3].bytes, tailCharge);
 }
 
 }  // namespace

@@ -64,6 +64,19 @@ TEST(BufferPoolTest, SmallAndOversizedRequestsAreNotPooled) {
   EXPECT_EQ(pool.allocated(), 0u);
 }
 
+// What a buffer occupies, which the memory chunk cache charges: the pooled buffer, the slab
+// slot, or the pages of an oversized one.
+TEST(BufferPoolTest, FootprintIsTheMemoryABufferOccupies) {
+  BufferPool pool(kBuffer, 4);
+  EXPECT_EQ(pool.footprint(kBuffer / 2 + 1), kBuffer);
+  EXPECT_EQ(pool.footprint(kBuffer), kBuffer);
+  EXPECT_EQ(pool.footprint(0), 4096u);
+  EXPECT_EQ(pool.footprint(4097), 8192u);
+  EXPECT_EQ(pool.footprint(110'000), SlabAllocator::slotFor(110'000));
+  EXPECT_GT(pool.footprint(110'000), 110'000u);
+  EXPECT_EQ(pool.footprint(kBuffer + 1), kBuffer + 4096);
+}
+
 TEST(BufferPoolTest, IdleBuffersAreBounded) {
   BufferPool pool(kBuffer, 2);
   std::vector<Bytes> held;

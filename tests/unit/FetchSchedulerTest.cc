@@ -213,7 +213,8 @@ TEST_F(FetchSchedulerTest, CountsPrefetchedChunksAndThoseReadAfterwards) {
 // A chunk fetched ahead that memory let go of before a reader came was not used: the reader's
 // read fetches it again (a read-ahead window larger than the memory cache does that).
 TEST_F(FetchSchedulerTest, APrefetchEvictedBeforeItIsReadIsNotCountedAsUsed) {
-  auto cache = makeMemoryChunkCache(*faulty_, {.capacityBytes = 2000, .chunkBytes = 1 << 10});
+  // Room for two of the 4 KiB slab slots that chunks of 900 bytes occupy.
+  auto cache = makeMemoryChunkCache(*faulty_, {.capacityBytes = 8192, .chunkBytes = 1 << 10});
   storeChunks(*cache, 3, 4, 900);
   auto read = [&](std::uint32_t piece, Priority p) { return readChunk(*cache, 3, piece, p); };
   for (std::uint32_t i = 0; i < 3; ++i) ASSERT_OK(read(i, Priority::kReadAhead));  // 0 goes
@@ -226,6 +227,19 @@ TEST_F(FetchSchedulerTest, APrefetchEvictedBeforeItIsReadIsNotCountedAsUsed) {
   EXPECT_EQ(s.prefetchedChunks, 4u);
   EXPECT_EQ(s.prefetchUsed, 1u);
   EXPECT_EQ(s.backendReads, 6u);
+}
+
+// Memory is charged what a chunk's buffer occupies (its slab slot), not the chunk's length: room
+// for three 8 KiB slots keeps three chunks of 4,097 bytes, not five.
+TEST_F(FetchSchedulerTest, MemoryIsChargedTheSlotAChunkOccupies) {
+  auto cache = makeMemoryChunkCache(*faulty_, {.capacityBytes = 3 * 8192, .chunkBytes = 1 << 10});
+  storeChunks(*cache, 4, 5, 4097);
+  for (std::uint32_t i = 0; i < 5; ++i) ASSERT_OK(readChunk(*cache, 4, i, Priority::kDemand));
+  ASSERT_EQ(cache->stats().backendReads, 5u);
+  for (std::uint32_t i = 2; i < 5; ++i) ASSERT_OK(readChunk(*cache, 4, i, Priority::kDemand));
+  EXPECT_EQ(cache->stats().backendReads, 5u) << "the last three are kept";
+  ASSERT_OK(readChunk(*cache, 4, 0, Priority::kDemand));
+  EXPECT_EQ(cache->stats().backendReads, 6u) << "the first was let go for them";
 }
 
 }  // namespace
