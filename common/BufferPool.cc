@@ -14,7 +14,6 @@
 namespace tierfs {
 namespace {
 
-constexpr std::size_t kPage = 4096;
 constexpr std::size_t kHugePage = 2 << 20;
 
 // A buffer of a huge page or more starts on a huge-page boundary and asks for transparent huge
@@ -22,10 +21,10 @@ constexpr std::size_t kHugePage = 2 << 20;
 // two huge pages pin (and, in a VM, map on the host) far faster than in 1,024 small ones
 // (docs/BENCHMARKS.md). Where THP is off the advice is ignored.
 char* rawPages(std::size_t bytes) {
-  const std::size_t length = (bytes + kPage - 1) / kPage * kPage;
+  const std::size_t length = (bytes + kPageSize - 1) / kPageSize * kPageSize;
   const bool huge = length >= kHugePage;
   void* p = nullptr;
-  if (posix_memalign(&p, huge ? kHugePage : kPage, length) != 0) throw std::bad_alloc();
+  if (posix_memalign(&p, huge ? kHugePage : kPageSize, length) != 0) throw std::bad_alloc();
   if (huge) (void)madvise(p, length / kHugePage * kHugePage, MADV_HUGEPAGE);
   return static_cast<char*>(p);
 }
@@ -101,7 +100,7 @@ std::size_t BufferPool::footprint(std::size_t length) const {
   if (pools(length)) return state_->bufferBytes;
   if (length <= SlabAllocator::kMaxSlot)
     return SlabAllocator::slotFor(std::max<std::size_t>(length, 1));
-  return (length + kPage - 1) / kPage * kPage;
+  return (length + kPageSize - 1) / kPageSize * kPageSize;
 }
 
 Bytes BufferPool::copy(std::string_view bytes) {

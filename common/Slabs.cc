@@ -12,15 +12,13 @@
 namespace tierfs {
 namespace {
 
-constexpr std::size_t kPage = 4096;
-
 // The slot sizes, ascending: 4 KiB steps to 32 KiB, then an eighth of the power of two below.
 std::vector<std::size_t> makeSlotSizes() {
   std::vector<std::size_t> sizes;
-  for (std::size_t s = kPage; s <= SlabAllocator::kMaxSlot;) {
+  for (std::size_t s = kPageSize; s <= SlabAllocator::kMaxSlot;) {
     sizes.push_back(s);
     const std::size_t pow2 = std::size_t{1} << (63 - __builtin_clzll(s));
-    s += std::max(kPage, pow2 / 8);
+    s += std::max(kPageSize, pow2 / 8);
   }
   return sizes;
 }

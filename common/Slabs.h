@@ -5,6 +5,8 @@
 
 namespace tierfs {
 
+inline constexpr std::size_t kPageSize = 4096;
+
 // Page-aligned buffers of up to kMaxSlot bytes (a small file's chunk) carved out of slabs of
 // transparent huge pages. Why: a small chunk read from a cache device or decompressed used to get
 // memory of its own from malloc, and a memory cache that keeps 128 MiB of them made glibc map

@@ -27,12 +27,6 @@ namespace {
 namespace ctl = control;
 constexpr const char* kSocketXattr = "user.tierfs.control_socket";
 
-// Messages carry paths, which may hold any byte but '/' and NUL: printed escaped, never raw.
-int fail(const char* command, const Status& s) {
-  std::fprintf(stderr, "tierfs %s: %s\n", command, printable(s.toString()).c_str());
-  return 1;
-}
-
 // An empty path names no file (realpath would call it "no such file"): a usage error, exit 2.
 int checkNotEmpty(const char* command, const std::vector<std::string>& paths) {
   for (const std::string& p : paths) {
@@ -203,14 +197,15 @@ int runStatus(const std::vector<std::string>& paths, bool json) {
   if (paths.empty()) {
     for (const std::string& m : tierfsMounts()) {
       auto t = locate(m);
-      if (!t) return fail("status", t.error());
+      if (!t) return failCommand("status", t.error());
       targets.emplace_back(*t, "");
     }
-    if (targets.empty()) return fail("status", Status::notFound("no tierfs mount on this node"));
+    if (targets.empty())
+      return failCommand("status", Status::notFound("no tierfs mount on this node"));
   }
   for (const std::string& p : paths) {
     auto t = locate(p);
-    if (!t) return fail("status", t.error());
+    if (!t) return failCommand("status", t.error());
     targets.emplace_back(*t, p);
   }
   int code = 0;
@@ -221,7 +216,7 @@ int runStatus(const std::vector<std::string>& paths, bool json) {
       if (const auto* st = std::get_if<ctl::StatusReply>(&reply)) printStatus(*st, named, json);
       return false;
     });
-    if (!s.isOk()) code = fail("status", s);
+    if (!s.isOk()) code = failCommand("status", s);
   }
   return code;
 }
@@ -251,7 +246,7 @@ int runWarm(const std::vector<std::string>& paths, unsigned parallel, bool json)
   std::map<std::string, std::pair<Target, std::vector<std::string>>> byMount;
   for (const std::string& p : paths) {
     auto t = locate(p);
-    if (!t) return fail("warm", t.error());
+    if (!t) return failCommand("warm", t.error());
     auto& slot = byMount[t->socket];
     slot.first = *t;
     slot.second.push_back(t->relative.empty() ? "." : t->relative);
@@ -289,11 +284,12 @@ int runWarm(const std::vector<std::string>& paths, unsigned parallel, bool json)
     });
     progress.clear();
     if (!s.isOk()) {
-      code = fail("warm", s);
+      code = failCommand("warm", s);
       continue;
     }
     if (!last.finished) {
-      code = fail("warm", Status::unavailable("the daemon ended the warm-up without an answer"));
+      code = failCommand("warm",
+                         Status::unavailable("the daemon ended the warm-up without an answer"));
       continue;
     }
     if (!json) {
@@ -338,16 +334,16 @@ int runHint(const std::string& base, const std::string& from, unsigned distance)
   if (int usage = checkNotEmpty("hint", {base})) return usage;
   exitOnInterrupt();
   auto target = locate(base);
-  if (!target) return fail("hint", target.error());
+  if (!target) return failCommand("hint", target.error());
   auto paths = readOrder(from, base);
-  if (!paths) return fail("hint", paths.error());
+  if (!paths) return failCommand("hint", paths.error());
   ctl::HintRequest hint{{}, distance};
   const std::string root = target->mountpoint + "/";
   for (const std::string& p : *paths) {
     const std::string abs = std::filesystem::absolute(p).lexically_normal().string();
     if (!abs.starts_with(root)) {
-      return fail("hint", Status::invalidArgument(
-                              fmt::format("{} is not under the mount {}", p, target->mountpoint)));
+      return failCommand("hint", Status::invalidArgument(fmt::format("{} is not under the mount {}",
+                                                                     p, target->mountpoint)));
     }
     hint.paths.push_back(abs.substr(root.size()));
   }
@@ -363,7 +359,7 @@ int runHint(const std::string& base, const std::string& from, unsigned distance)
     last = *h;
     return !h->finished;
   });
-  if (!s.isOk()) return fail("hint", s);
+  if (!s.isOk()) return failCommand("hint", s);
   fmt::print("hint: the reader reached {} of {} files; {} read ahead ({})\n", last.position,
              last.files, last.prefetched, formatSize(last.bytes));
   return 0;
@@ -377,7 +373,7 @@ int runEvict(const std::vector<std::string>& paths) {
   std::vector<Target> targets;
   for (const std::string& p : paths) {
     auto t = locate(p);
-    if (!t) return fail("evict", t.error());
+    if (!t) return failCommand("evict", t.error());
     targets.push_back(std::move(*t));
   }
   int code = 0;
@@ -391,7 +387,7 @@ int runEvict(const std::vector<std::string>& paths) {
       return false;
     };
     Status s = request(t, ctl::EvictRequest{{t.relative.empty() ? "." : t.relative}}, print);
-    if (!s.isOk()) code = fail("evict", s);
+    if (!s.isOk()) code = failCommand("evict", s);
   }
   return code;
 }

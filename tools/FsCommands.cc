@@ -28,11 +28,6 @@
 namespace tierfs::tools {
 namespace {
 
-int fail(const char* command, const Status& s) {
-  std::fprintf(stderr, "tierfs %s: %s\n", command, s.toString().c_str());
-  return 1;
-}
-
 // ---------------------------------------------------------------- mkfs
 
 struct MkfsArgs {
@@ -46,11 +41,11 @@ struct MkfsArgs {
 
 int runMkfs(const MkfsArgs& args) {
   auto size = parseSize(args.chunkSize);
-  if (!size) return fail("mkfs", size.error().withContext("--chunk-size"));
+  if (!size) return failCommand("mkfs", size.error().withContext("--chunk-size"));
   auto config = args.backend.resolve();
-  if (!config) return fail("mkfs", config.error());
+  if (!config) return failCommand("mkfs", config.error());
   auto store = backends::openStore(*config);
-  if (!store) return fail("mkfs", store.error());
+  if (!store) return failCommand("mkfs", store.error());
   fs::VolumeOptions options;
   options.chunkSize = static_cast<std::uint32_t>(std::min<std::uint64_t>(*size, UINT32_MAX));
   options.codec = args.compression == "none" ? cache::Codec::kNone : cache::Codec::kZstd;
@@ -62,10 +57,10 @@ int runMkfs(const MkfsArgs& args) {
                   (*existing)->record().uuidString().c_str(), (*store)->describe().c_str());
       return 0;
     }
-    if (!existing.error().isNotFound()) return fail("mkfs", existing.error());
+    if (!existing.error().isNotFound()) return failCommand("mkfs", existing.error());
   }
   auto rec = fs::Volume::create(**store, options, args.force);
-  if (!rec) return fail("mkfs", rec.error());
+  if (!rec) return failCommand("mkfs", rec.error());
   std::printf("created volume %s in %s: chunk size %u, compression %s\n", rec->uuidString().c_str(),
               (*store)->describe().c_str(), rec->chunkSize, args.compression.c_str());
   return 0;
@@ -205,18 +200,19 @@ int runMount(MountArgs& args) {
     autoMkfs = true;
   }
   auto cfg = resolveDaemonConfig(args);
-  if (!cfg) return fail("mount", cfg.error());
+  if (!cfg) return failCommand("mount", cfg.error());
   const LoggingConfig& log = cfg->logging;
   if (Status s = setUpLogging(log.level, log.target, log.repeatWindow); !s.isOk()) {
-    return fail("mount", s);
+    return failCommand("mount", s);
   }
   // After the logging set-up: removing a dead mount left by a crashed daemon is logged.
-  if (Status s = prepareMountPoint(cfg->mount.mountpoint); !s.isOk()) return fail("mount", s);
+  if (Status s = prepareMountPoint(cfg->mount.mountpoint); !s.isOk())
+    return failCommand("mount", s);
   const int reportFd = args.foreground ? -1 : daemonize();
   Status s = serveMount(*cfg, autoMkfs, reportFd, args);
   if (!s.isOk()) {
     spdlog::error("{}", s.toString());
-    return fail("mount", s);
+    return failCommand("mount", s);
   }
   return 0;
 }

@@ -27,11 +27,6 @@ struct CopyArgs {
   std::string compression;  // import: codec of new chunks ("" = the config's or the volume's)
 };
 
-int fail(const char* verb, const Status& s, int code = 1) {
-  std::fprintf(stderr, "tierfs %s: %s\n", verb, s.toString().c_str());
-  return code;
-}
-
 // The daemon's configuration for the same flags and config file: the back end, [cache] and [fs]
 // (compression, zstd_level) apply to a copy as to a mount.
 Result<DaemonConfig> resolveConfig(const CopyArgs& args, bool import, bool defaultStore) {
@@ -77,22 +72,23 @@ int runCopy(CopyArgs& args, bool import) {
   const std::string& local = import ? args.paths[0] : args.paths[1];
   const std::string& inVolume = import ? args.paths[1] : args.paths[0];
   auto parts = copy::splitVolumePath(inVolume);
-  if (!parts) return fail(verb, parts.error(), kUsageError);
+  if (!parts) return failCommand(verb, parts.error(), kUsageError);
   std::string volumePath;
   for (const auto& p : *parts) volumePath += "/" + p;
   if (volumePath.empty()) volumePath = "/";
   struct stat st {};
   if (import && ::stat(local.c_str(), &st) != 0) {
-    return fail(verb, Status::fromErrno(errno, fmt::format("source '{}'", local)), kUsageError);
+    return failCommand(verb, Status::fromErrno(errno, fmt::format("source '{}'", local)),
+                       kUsageError);
   }
   const bool defaultStore = args.backend.nothingConfigured();
   if (defaultStore) args.backend.defaultToDir(defaultStorePath());
   auto cfg = resolveConfig(args, import, defaultStore && import);
-  if (!cfg) return fail(verb, cfg.error());
+  if (!cfg) return failCommand(verb, cfg.error());
   // The advisor models a mount's readers: a copy's reads are not theirs (nor for its trace).
   cfg->advisor.enabled = false;
   auto stack = openFilesystem(*cfg, defaultStore && import);
-  if (!stack) return fail(verb, stack.error());
+  if (!stack) return failCommand(verb, stack.error());
   fs::Filesystem& filesystem = *(*stack)->filesystem;
 
   std::unique_ptr<copy::Source> source;
@@ -113,10 +109,10 @@ int runCopy(CopyArgs& args, bool import) {
                                import ? volumePath : local, options);
   source.reset();  // forgets the inodes they hold
   destination.reset();
-  if (!totals) return fail(verb, totals.error());
+  if (!totals) return failCommand(verb, totals.error());
   Status flushed = filesystem.flushAll();
   if (!flushed.isOk()) {
-    fail(verb, flushed.withContext("committing to the volume"));
+    failCommand(verb, flushed.withContext("committing to the volume"));
     ++totals->failed;
   }
   printSummary(verb, *totals);

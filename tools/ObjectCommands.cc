@@ -27,11 +27,6 @@ struct ObjectArgs {
   std::string cursorPrefix;
 };
 
-int fail(const std::string& command, const Status& s) {
-  std::fprintf(stderr, "tierfs object %s: %s\n", command.c_str(), s.toString().c_str());
-  return 1;
-}
-
 // Only `put` may create a dir store: a mistyped --path must not leave an empty store behind.
 Result<std::unique_ptr<backends::ObjectStore>> openStore(const ObjectArgs& args,
                                                          bool create = false) {
@@ -136,7 +131,7 @@ void addCommand(CLI::App& object, const char* name, const char* help,
   }
   cmd->callback([args, run, name, &exitCode] {
     Status s = run(*args);
-    exitCode = s.isOk() ? 0 : fail(name, s);
+    exitCode = s.isOk() ? 0 : failCommand(std::string("object ") + name, s);
   });
 }
 

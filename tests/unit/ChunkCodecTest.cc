@@ -111,7 +111,7 @@ enum class Data { kRandom, kText };
 
 using RoundTripParam = std::tuple<std::size_t, Data, Codec>;
 
-class ChunkCodecRoundTrip : public testing::TestWithParam<RoundTripParam> {};
+class ChunkCodecRoundTrip : public ::testing::TestWithParam<RoundTripParam> {};
 
 TEST_P(ChunkCodecRoundTrip, DecodesToInputWithRightHeader) {
   const auto [size, data, codec] = GetParam();
@@ -139,18 +139,18 @@ TEST_P(ChunkCodecRoundTrip, DecodesToInputWithRightHeader) {
   EXPECT_TRUE(*decoded == raw);  // not EXPECT_EQ: a 4 MiB diff is no help
 }
 
-std::string roundTripName(const testing::TestParamInfo<RoundTripParam>& info) {
+std::string roundTripName(const ::testing::TestParamInfo<RoundTripParam>& info) {
   const auto [size, data, codec] = info.param;
   return std::to_string(size) + (data == Data::kRandom ? "_random" : "_text") +
          (codec == Codec::kNone ? "_none" : "_zstd");
 }
 
 INSTANTIATE_TEST_SUITE_P(Sizes, ChunkCodecRoundTrip,
-                         testing::Combine(testing::Values(0, 1, 2, 27, 1000, 4095, 4096, 4097,
-                                                          65535, 65536, 65537, 128 * 1024, 1000003,
-                                                          4 * 1024 * 1024),
-                                          testing::Values(Data::kRandom, Data::kText),
-                                          testing::Values(Codec::kNone, Codec::kZstd)),
+                         ::testing::Combine(::testing::Values(0, 1, 2, 27, 1000, 4095, 4096, 4097,
+                                                              65535, 65536, 65537, 128 * 1024,
+                                                              1000003, 4 * 1024 * 1024),
+                                            ::testing::Values(Data::kRandom, Data::kText),
+                                            ::testing::Values(Codec::kNone, Codec::kZstd)),
                          roundTripName);
 
 TEST(ChunkCodec, EmptyChunkIsAHeaderOnlyFrame) {
