@@ -21,8 +21,11 @@ build() {  # build DIR OPTIMISATION [cmake args...]
   local dir=$1 opt=$2
   shift 2
   # -g1 (line tables: what sanitizer reports and backtraces need) builds ~25% faster than -g.
+  # Unity mode compiles eight sources as one: their shared headers (gtest, CLI11, fmt, the
+  # project's own) are parsed and their inline code emitted once, not eight times; four test
+  # files took 30 s so against 54 s one by one. A CI build is never rebuilt file by file.
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$opt -g1 -DNDEBUG" "$@" > /dev/null
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$opt -g1 -DNDEBUG" -DCMAKE_UNITY_BUILD=ON "$@" > /dev/null
 }
 
 start=$(date +%s)

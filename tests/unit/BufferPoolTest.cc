@@ -145,7 +145,7 @@ TEST(BufferPoolTest, ThreadsTakeAndDropConcurrently) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&pool, t] {
-      for (int i = 0; i < 200; ++i) {
+      for (int i = 0; i < 50; ++i) {
         Bytes b = pool.copy(std::string(kBuffer, static_cast<char>('a' + t)));
         ASSERT_EQ(b.data()[kBuffer - 1], 'a' + t);
       }
