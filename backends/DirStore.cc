@@ -14,6 +14,7 @@
 
 #include "backends/DirStoreKeys.h"
 #include "common/FileUtil.h"
+#include "common/RocksDbUnderTsan.h"
 
 namespace tierfs::backends {
 namespace {
@@ -60,6 +61,7 @@ Result<std::unique_ptr<DirStore>> DirStore::open(const DirStoreOptions& options)
   rocksdb::Options dbOptions;
   dbOptions.create_if_missing = true;
   dbOptions.max_open_files = 512;  // why: RLIMIT_NOFILE is 20000 here and the daemon needs fds
+  writeGroupsTsanCanFollow(dbOptions);
   rocksdb::DB* raw = nullptr;
   auto s = rocksdb::DB::Open(dbOptions, (options.root / "meta").string(), &raw);
   if (!s.ok()) {

@@ -16,6 +16,7 @@
 #include "common/Encoding.h"
 #include "common/Endian.h"
 #include "common/FileUtil.h"
+#include "common/RocksDbUnderTsan.h"
 
 namespace tierfs::cache {
 namespace {
@@ -358,6 +359,7 @@ class RocksIndexDb final : public IndexDb {
 rocksdb::Options indexOptions() {
   rocksdb::Options options;
   options.create_if_missing = true;
+  writeGroupsTsanCanFollow(options);
   options.compression = rocksdb::kNoCompression;  // entries are small varints and checksums
   options.write_buffer_size = 4 << 20;
   options.max_write_buffer_number = 2;
