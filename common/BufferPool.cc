@@ -16,12 +16,16 @@ namespace {
 
 constexpr std::size_t kHugePage = 2 << 20;
 
+std::size_t wholePages(std::size_t bytes) {
+  return (bytes + kPageSize - 1) / kPageSize * kPageSize;
+}
+
 // A buffer of a huge page or more starts on a huge-page boundary and asks for transparent huge
 // pages for its whole huge pages: an O_DIRECT read pins the pages it reads into, and 4 MiB in
 // two huge pages pin (and, in a VM, map on the host) far faster than in 1,024 small ones
 // (docs/BENCHMARKS.md). Where THP is off the advice is ignored.
 char* rawPages(std::size_t bytes) {
-  const std::size_t length = (bytes + kPageSize - 1) / kPageSize * kPageSize;
+  const std::size_t length = wholePages(bytes);
   const bool huge = length >= kHugePage;
   void* p = nullptr;
   if (posix_memalign(&p, huge ? kHugePage : kPageSize, length) != 0) throw std::bad_alloc();
@@ -100,7 +104,7 @@ std::size_t BufferPool::footprint(std::size_t length) const {
   if (pools(length)) return state_->bufferBytes;
   if (length <= SlabAllocator::kMaxSlot)
     return SlabAllocator::slotFor(std::max<std::size_t>(length, 1));
-  return (length + kPageSize - 1) / kPageSize * kPageSize;
+  return wholePages(length);
 }
 
 Bytes BufferPool::copy(std::string_view bytes) {

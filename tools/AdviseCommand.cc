@@ -207,10 +207,7 @@ int runAdvise(const AdviseArgs& a) {
   } else {
     reply = a.exact ? replayExact(a, *request) : replayShards(a, *request);
   }
-  if (!reply) {
-    std::fprintf(stderr, "tierfs advise: %s\n", reply.error().toString().c_str());
-    return 1;
-  }
+  if (!reply) return failCommand("advise", reply.error());
   printReply(*reply, a.json);
   return 0;
 }

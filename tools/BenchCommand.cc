@@ -176,8 +176,7 @@ void addBenchCommand(CLI::App& app, int& exitCode) {
   store->add_flag("--keep", args->keep, "leave the written objects in place");
   store->callback([args, &exitCode] {
     Status s = runBench(*args);
-    if (!s.isOk()) std::fprintf(stderr, "tierfs bench store: %s\n", s.toString().c_str());
-    exitCode = s.isOk() ? 0 : 1;
+    exitCode = s.isOk() ? 0 : failCommand("bench store", s);
   });
 }
 

@@ -162,10 +162,7 @@ int runCheck(const std::string& given) {
   if (int rc = chooseFile(given, "check", file); rc != 0) return rc;
   args.backend.setConfigFile(file);
   auto cfg = resolveSettings(args);
-  if (!cfg) {
-    std::fprintf(stderr, "tierfs config check: %s\n", cfg.error().toString().c_str());
-    return kInvalid;
-  }
+  if (!cfg) return failCommand("config check", cfg.error(), kInvalid);
   std::printf("%s: valid\n", file.c_str());
   if (std::string note = readAheadClampNote(*cfg); !note.empty()) {
     std::printf("note: %s\n", note.c_str());
@@ -181,10 +178,7 @@ int runShow(const std::string& given, MountArgs& args) {
   }
   if (args.backend.nothingConfigured()) args.backend.defaultToDir(defaultStorePath());
   auto cfg = resolveSettings(args);
-  if (!cfg) {
-    std::fprintf(stderr, "tierfs config show: %s\n", cfg.error().toString().c_str());
-    return kInvalid;
-  }
+  if (!cfg) return failCommand("config show", cfg.error(), kInvalid);
   printConfig(*cfg);
   return 0;
 }

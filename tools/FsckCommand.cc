@@ -104,17 +104,13 @@ void printJson(const fs::FsckReport& r, const fs::FsckOptions& o, const fs::Volu
 }
 
 int runFsck(const FsckArgs& args) {
-  auto fail = [](const Status& s) {
-    std::fprintf(stderr, "tierfs fsck: %s\n", s.toString().c_str());
-    return 1;
-  };
   auto config = args.backend.resolve();
-  if (!config) return fail(config.error());
+  if (!config) return failCommand("fsck", config.error());
   config->dir.create = false;  // a mistyped --path must not become an empty store
   auto store = backends::openStore(*config);
-  if (!store) return fail(store.error());
+  if (!store) return failCommand("fsck", store.error());
   auto volume = fs::Volume::open(**store);
-  if (!volume) return fail(volume.error());
+  if (!volume) return failCommand("fsck", volume.error());
   fs::FsckOptions options;
   options.repair = args.repair;
   options.deep = args.deep;
@@ -127,7 +123,7 @@ int runFsck(const FsckArgs& args) {
     std::fflush(stdout);
   }
   auto report = fs::checkVolume(**volume, options);
-  if (!report) return fail(report.error());
+  if (!report) return failCommand("fsck", report.error());
   if (args.json) {
     printJson(*report, options, **volume, (*store)->describe());
   } else {
