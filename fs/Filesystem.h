@@ -223,7 +223,7 @@ class Filesystem {
     std::string replaced;  // the encoded dentry it replaces there ("" = none)
   };
   Status renameAcross(Ino parent, const std::string& name, const std::string& source, Ino newParent,
-                      const std::string& newName, const Swap& swap);
+                      const std::string& newName, const Swap& swap, const Timestamp& at);
   void afterRemoval(const Dentry& gone);
   void afterRename(const Dentry& moved, Ino newParent, const std::string& newName);
   Status commitNode(Node& node);
@@ -236,7 +236,8 @@ class Filesystem {
   void runGc(std::uint64_t id);
   Inode withLocalSize(Node& node);
   Status withDirTimes(Inode& inode);
-  void entriesChanged(Ino dir);  // read the directory's times again at its next getattr
+  // This node changed the directory's entries at `at` (the mtime updateDir wrote).
+  void entriesChanged(Ino dir, const Timestamp& at);
   Result<std::uint64_t> storedBytes(const Inode& inode);
   Status checkWritable() const;
   void noteAccess(Node& node);

@@ -121,11 +121,16 @@ Status Filesystem::withDirTimes(Inode& inode) {
   return Status::ok();
 }
 
-void Filesystem::entriesChanged(Ino dir) {
+// The directory's times are what this node just wrote: its next getattr needs no store read (a
+// cp or tar into a directory had every file pay two, the kernel asking for the directory's
+// attributes after each create). They stay as fresh as the attributes were, as in the kernel's
+// own attribute cache.
+void Filesystem::entriesChanged(Ino dir, const Timestamp& at) {
   dentries_.invalidate(dir);
   if (auto n = nodes_.find(dir)) {
     std::lock_guard lock(n->mu);
-    n->fetchedAt = {};
+    n->dentry.inode.mtime = at;
+    n->dentry.inode.ctime = std::max(n->dentry.inode.ctime, at);
   }
 }
 

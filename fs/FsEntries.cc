@@ -120,14 +120,15 @@ Result<Inode> Filesystem::addEntry(Ino parent, std::string_view name, Inode inod
   TIERFS_RETURN_IF_ERROR(checkWritable());
   TIERFS_RETURN_IF_ERROR(checkName(name));
   Dentry d{inode, encodeInode(inode)};
-  Status s = volume_.updateDir(dirObject(parent), {{std::string(name), "", d.encoded}});
+  const Timestamp now = Timestamp::now();
+  Status s = volume_.updateDir(dirObject(parent), {{std::string(name), "", d.encoded}}, now);
   if (s.code() == StatusCode::kPreconditionFailed || s.isNotFound()) {
     auto existing = volume_.readDentry(Location::of(parent, name));
     if (existing && *existing) return failure(Status::posix(EEXIST, std::string(name)));
     return failure(Status::posix(ENOENT, fmt::format("directory {} is gone", parent)));
   }
   TIERFS_RETURN_IF_ERROR(s);
-  entriesChanged(parent);
+  entriesChanged(parent, now);
   auto n = nodes_.remember(parent, std::string(name), d, true);
   return withLocalSize(*n);
 }
@@ -165,10 +166,11 @@ Status Filesystem::unlink(Ino parent, std::string_view name) {
   for (int attempt = 0; attempt < kMaxEntryRetries; ++attempt) {
     TIERFS_ASSIGN_OR_RETURN(Dentry d, childDentry(parent, name));
     if (d.inode.isDir()) return Status::posix(EISDIR, std::string(name));
-    Status s = volume_.updateDir(dirObject(parent), {{std::string(name), d.encoded, ""}});
+    const Timestamp now = Timestamp::now();
+    Status s = volume_.updateDir(dirObject(parent), {{std::string(name), d.encoded, ""}}, now);
     if (s.code() == StatusCode::kPreconditionFailed) continue;  // changed meanwhile: look again
     TIERFS_RETURN_IF_ERROR(s);
-    entriesChanged(parent);
+    entriesChanged(parent, now);
     afterRemoval(d);
     return Status::ok();
   }
@@ -180,13 +182,14 @@ Status Filesystem::rmdir(Ino parent, std::string_view name) {
   TIERFS_ASSIGN_OR_RETURN(Dentry d, childDentry(parent, name));
   if (!d.inode.isDir()) return Status::posix(ENOTDIR, std::string(name));
   TIERFS_RETURN_IF_ERROR(volume_.sealEmptyDir(d.inode.ino));
-  Status s = volume_.updateDir(dirObject(parent), {{std::string(name), d.encoded, ""}});
+  const Timestamp now = Timestamp::now();
+  Status s = volume_.updateDir(dirObject(parent), {{std::string(name), d.encoded, ""}}, now);
   if (!s.isOk()) {
     (void)volume_.unsealDir(d.inode.ino);
     return s.code() == StatusCode::kPreconditionFailed ? Status::posix(EBUSY, std::string(name))
                                                        : s;
   }
-  entriesChanged(parent);
+  entriesChanged(parent, now);
   afterRemoval(d);
   return volume_.dropDirObject(d.inode.ino);
 }
@@ -223,23 +226,30 @@ Status Filesystem::rename(Ino parent, std::string_view name, Ino newParent,
     if (dst->inode.isDir()) TIERFS_RETURN_IF_ERROR(volume_.sealEmptyDir(dst->inode.ino));
     replaced = dst->encoded;
   }
+  const Timestamp now = Timestamp::now();
   Dentry moved = src;
-  moved.inode.ctime = Timestamp::now();
+  moved.inode.ctime = now;
   moved.encoded = encodeInode(moved.inode);
   Status s;
   if (parent == newParent) {
-    s = volume_.updateDir(dirObject(parent), {{std::string(name), src.encoded, ""},
-                                              {std::string(newName), replaced, moved.encoded}});
+    s = volume_.updateDir(
+        dirObject(parent),
+        {{std::string(name), src.encoded, ""}, {std::string(newName), replaced, moved.encoded}},
+        now);
   } else {
     s = renameAcross(parent, std::string(name), src.encoded, newParent, std::string(newName),
-                     {moved.encoded, replaced});
+                     {moved.encoded, replaced}, now);
   }
   if (!s.isOk()) {
     if (dst && dst->inode.isDir()) (void)volume_.unsealDir(dst->inode.ino);
     return s.code() == StatusCode::kPreconditionFailed ? Status::posix(EBUSY, "rename raced") : s;
   }
-  entriesChanged(parent);
-  entriesChanged(newParent);
+  entriesChanged(parent, now);
+  if (replaced.empty() || newParent == parent) {
+    entriesChanged(newParent, now);
+  } else {
+    dentries_.invalidate(newParent);  // updateDir leaves the times of a replaced entry's directory
+  }
   if (dst) {
     afterRemoval(*dst);
     if (dst->inode.isDir()) (void)volume_.dropDirObject(dst->inode.ino);
@@ -251,7 +261,8 @@ Status Filesystem::rename(Ino parent, std::string_view name, Ino newParent,
 // A rename between two directory objects: an intent in the journal object first, so that a crash
 // between the two updates is rolled forward (or back) by the next mount or fsck.
 Status Filesystem::renameAcross(Ino parent, const std::string& name, const std::string& source,
-                                Ino newParent, const std::string& newName, const Swap& swap) {
+                                Ino newParent, const std::string& newName, const Swap& swap,
+                                const Timestamp& at) {
   const std::string& moved = swap.moved;
   const std::string& replaced = swap.replaced;
   TIERFS_ASSIGN_OR_RETURN(std::uint64_t id, volume_.newId());
@@ -259,9 +270,9 @@ Status Filesystem::renameAcross(Ino parent, const std::string& name, const std::
       parent, name, newParent, newName, moved, replaced, Timestamp::now().sec, processIdentity()};
   const std::string key = journalKey(id);
   TIERFS_RETURN_IF_ERROR(volume_.recordIntent(key, encodeIntent(intent)));
-  Status s = volume_.updateDir(dirObject(newParent), {{newName, replaced, moved}});
+  Status s = volume_.updateDir(dirObject(newParent), {{newName, replaced, moved}}, at);
   if (s.isOk()) {
-    s = volume_.updateDir(dirObject(parent), {{name, source, ""}});
+    s = volume_.updateDir(dirObject(parent), {{name, source, ""}}, at);
     if (!s.isOk()) (void)volume_.updateDir(dirObject(newParent), {{newName, moved, replaced}});
   }
   Status cleared = volume_.clearIntent(key);

@@ -215,7 +215,8 @@ Result<std::vector<std::pair<std::string, Dentry>>> Volume::decodeEntries(
   return out;
 }
 
-Status Volume::updateDir(const std::string& object, const std::vector<DentryUpdate>& updates) {
+Status Volume::updateDir(const std::string& object, const std::vector<DentryUpdate>& updates,
+                         const Timestamp& changedAt) {
   WriteOp op;
   op.assertExists();
   bool adds = false, entriesChange = false;
@@ -226,7 +227,7 @@ Status Volume::updateDir(const std::string& object, const std::vector<DentryUpda
   }
   if (object != kVolumeObject) {
     if (adds) op.xattrEquals(std::string(kRemovingXattr), "");
-    if (entriesChange) op.setXattr(std::string(kDirMtimeXattr), formatTime(Timestamp::now()));
+    if (entriesChange) op.setXattr(std::string(kDirMtimeXattr), formatTime(changedAt));
   }
   for (const auto& u : updates) {
     if (u.replacement.empty()) {

@@ -75,8 +75,9 @@ class Volume {
       Ino dir, std::vector<std::pair<std::string, std::string>> entries) const;
   // Applies the updates to one directory atomically. Adding a dentry also requires that the
   // directory is not being removed (see sealEmptyDir); adding or removing one sets the
-  // directory's mtime.
-  Status updateDir(const std::string& object, const std::vector<DentryUpdate>& updates);
+  // directory's mtime to `changedAt`.
+  Status updateDir(const std::string& object, const std::vector<DentryUpdate>& updates,
+                   const Timestamp& changedAt = Timestamp::now());
 
   // When the directory's entries last changed (kept on the directory object by updateDir);
   // nullopt when never. setDirMtime makes an explicit utimens stick.

@@ -21,6 +21,8 @@ struct StoreCounts {
   std::uint64_t removes = 0;             // mutations that remove an object
   std::uint64_t stats = 0;               // stat() calls
   std::uint64_t omapLists = 0;           // omapList() calls (pages of directory listings)
+  std::uint64_t omapGets = 0;            // omapGet() calls (single dentries)
+  std::uint64_t xattrReads = 0;          // getXattr() calls
   std::vector<std::string> dataObjects;  // the objects whose data was written, in call order
   std::vector<std::string> readObjects;  // the objects read, in call order
 };
@@ -63,11 +65,19 @@ class CountingStore final : public backends::ObjectStore {
   }
   void getXattrImpl(const std::string& oid, const std::string& name,
                     backends::Callback<std::string> done, Deadline deadline) override {
+    {
+      std::lock_guard lock(mu_);
+      ++counts_.xattrReads;
+    }
     inner_.getXattr(oid, name, std::move(done), deadline);
   }
   void omapGetImpl(const std::string& oid, std::vector<std::string> keys,
                    backends::Callback<std::map<std::string, std::string>> done,
                    Deadline deadline) override {
+    {
+      std::lock_guard lock(mu_);
+      ++counts_.omapGets;
+    }
     inner_.omapGet(oid, std::move(keys), std::move(done), deadline);
   }
   void omapListImpl(const std::string& oid, backends::OmapListArgs args,

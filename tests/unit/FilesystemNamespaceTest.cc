@@ -6,6 +6,7 @@
 #include <sys/xattr.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <random>
 
@@ -70,6 +71,41 @@ TEST_F(FilesystemTest, UnlinkRemovesTheName) {
   auto data = readFile(fsA(), *again);
   ASSERT_OK(data);
   EXPECT_EQ(*data, "new");
+}
+
+// After this node adds, renames or removes an entry, the directory's times are the ones it wrote:
+// the getattr the kernel sends for the directory after each change reads nothing from the store
+// (a cp or tar into a directory paid two reads a file for it), and another node reads the same
+// times from the store.
+TEST_F(FilesystemTest, ADirectoryChangedHereNeedsNoReadForItsTimes) {
+  auto node = startNode({.attrTimeout = std::chrono::seconds(60)});
+  ASSERT_NE(node, nullptr);
+  fs::Filesystem& f = *node->fs;
+  auto dir = f.mkdir(kRootIno, "d", 0755, {});
+  ASSERT_OK(dir);
+  const std::vector<std::pair<std::string, std::function<Status()>>> changes = {
+      {"create", [&] { return statusOf(writeFile(f, dir->ino, "f", "x")); }},
+      {"rename", [&] { return f.rename(dir->ino, "f", dir->ino, "g", 0); }},
+      {"unlink", [&] { return f.unlink(dir->ino, "g"); }},
+  };
+  fs::Timestamp last = dir->mtime;
+  for (const auto& [what, change] : changes) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // so that the times move
+    ASSERT_OK(change()) << what;
+    store_->reset();
+    auto attrs = f.getattr(dir->ino);
+    ASSERT_OK(attrs) << what;
+    EXPECT_EQ(store_->counts().omapGets, 0u) << what;
+    EXPECT_EQ(store_->counts().xattrReads, 0u) << what;
+    EXPECT_GT(attrs->mtime, last) << what;
+    EXPECT_GE(attrs->ctime, attrs->mtime) << what;
+    last = attrs->mtime;
+    auto other = startNode({.attrTimeout = Duration::zero()});
+    ASSERT_NE(other, nullptr);
+    auto seen = other->fs->lookup(kRootIno, "d");
+    ASSERT_OK(seen) << what;
+    EXPECT_EQ(seen->mtime, attrs->mtime) << what;
+  }
 }
 
 TEST_F(FilesystemTest, RenameWithinAndAcrossDirectories) {
