@@ -227,6 +227,9 @@ class Filesystem {
   void afterRemoval(const Dentry& gone);
   void afterRename(const Dentry& moved, Ino newParent, const std::string& newName);
   Status commitNode(Node& node);
+  // Commits the node's pending writes with `also` applied to the same dentry update; false
+  // (nothing done) when there is nothing to commit.
+  Result<bool> commitPending(Node& node, const Mutation* also);
   std::shared_ptr<FileWriter> writerFor(Node& node);
   void dropIdleWriter(Node& node);  // no open file and nothing unflushed: free the buffers
   void dropGarbage(Ino ino, const std::vector<Extent>& before, const std::vector<Extent>& after,

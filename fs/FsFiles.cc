@@ -189,7 +189,9 @@ void Filesystem::dropIdleWriter(Node& n) {
 }
 
 // Uploads the node's unflushed changes and switches its dentry to them in one guarded update.
-Status Filesystem::commitNode(Node& n) {
+Status Filesystem::commitNode(Node& n) { return statusOf(commitPending(n, nullptr)); }
+
+Result<bool> Filesystem::commitPending(Node& n, const Mutation* also) {
   std::lock_guard commitLock(n.commitMu);
   std::shared_ptr<FileWriter> writer;
   bool unlinked = false;
@@ -198,19 +200,19 @@ Status Filesystem::commitNode(Node& n) {
     writer = n.writer;
     unlinked = n.unlinked;
   }
-  if (!writer) return Status::ok();
+  if (!writer) return false;
   TIERFS_RETURN_IF_ERROR(writer->drain());
   FileWriter::Changes changes = writer->changes();
-  if (changes.ops.empty()) return Status::ok();
+  if (changes.ops.empty()) return false;
   // Removed while open: nobody can open it again, so the data stays with the open files until
   // the last one closes (release() then removes its chunks).
-  if (unlinked) return Status::ok();
+  if (unlinked) return false;
   TIERFS_ASSIGN_OR_RETURN(std::uint64_t version, volume_.newId());
   TIERFS_ASSIGN_OR_RETURN(Commit c, updateInode(n, [&](Inode& i) {
                             FileWriter::replay(reader_.chunkMap(), changes.ops, i);
                             i.mtime = i.ctime = Timestamp::now();
                             i.version = version;
-                            return Status::ok();
+                            return also ? (*also)(i) : Status::ok();
                           }));
   writer->committed(changes, c.after);
   std::vector<PieceId> written = piecesWritten(changes);
@@ -220,7 +222,7 @@ Status Filesystem::commitNode(Node& n) {
     n.pageCacheVersion = version;  // the kernel's pages hold what this node wrote
   }
   dropGarbage(n.ino, c.before.extents, c.after.extents, written);
-  return Status::ok();
+  return true;
 }
 
 std::vector<PieceId> Filesystem::piecesWritten(const FileWriter::Changes& changes) const {

@@ -289,6 +289,40 @@ TEST_F(FilesystemTest, MtimeSetBeforeCloseSurvivesTheCommit) {
   EXPECT_EQ(attrs->size, 4u);
 }
 
+// tar's fchown, fchmod and utimensat after its writes: the first commits the writes and its
+// attributes in one dentry update, and another node sees data and attributes together.
+TEST_F(FilesystemTest, AttributesSetAfterWritesCommitWithThem) {
+  auto created = fsA().create(kRootIno, "f", 0600, O_CREAT | O_WRONLY, {});
+  ASSERT_OK(created);
+  const Ino ino = created->first.ino;
+  ASSERT_OK(fsA().write(*created->second, 0, "data"));
+  store_->reset();
+  ASSERT_OK(fsA().setattr(ino, {.setUid = true, .setGid = true, .uid = 7, .gid = 8}));
+  EXPECT_EQ(store_->counts().dataWrites, 1u);  // the chunk
+  EXPECT_EQ(store_->counts().mutations, 2u);   // the chunk, one dentry update
+  store_->reset();
+  ASSERT_OK(fsA().setattr(ino, {.setMode = true, .mode = 0640}));
+  ASSERT_OK(fsA().setattr(ino, {.setMtime = true, .mtime = {1000, 0}}));
+  EXPECT_EQ(store_->counts().mutations, 2u);  // a dentry update each: nothing left to commit
+  store_->reset();
+  ASSERT_OK(fsA().release(std::move(created->second)));
+  EXPECT_EQ(store_->counts().mutations, 0u);
+
+  auto other = startNode({.attrTimeout = Duration::zero()});
+  ASSERT_NE(other, nullptr);
+  auto seen = other->fs->lookup(kRootIno, "f");
+  ASSERT_OK(seen);
+  EXPECT_EQ(seen->size, 4u);
+  EXPECT_EQ(seen->uid, 7u);
+  EXPECT_EQ(seen->gid, 8u);
+  EXPECT_EQ(seen->mode, 0640u);
+  EXPECT_EQ(seen->mtime, (fs::Timestamp{1000, 0}));
+  auto data = readFile(*other->fs, ino);
+  ASSERT_OK(data);
+  EXPECT_EQ(*data, "data");
+  EXPECT_EQ(errnoOf(fsA().getxattr(ino, "security.capability")), ENODATA);
+}
+
 TEST_F(FilesystemTest, ExtendedAttributes) {
   auto ino = writeFile(fsA(), kRootIno, "f", "data");
   ASSERT_OK(ino);
