@@ -611,6 +611,12 @@ all_osds_up() {
     ceph_admin osd stat -f json 2>/dev/null | grep -q "\"num_up_osds\":$OSDS,"
 }
 
+# The mon reports the cluster's capacity (ceph df, rados_cluster_stat, and so statfs of a mount)
+# as zeros until the mgr has digested the OSDs' first statistics.
+capacity_reported() {
+    ceph_admin df -f json 2>/dev/null | grep -q '"total_bytes":[1-9]'
+}
+
 # One write + read-back as the client user; bounded per attempt.
 rados_roundtrip() {
     local probe="$DIR/tmp/probe.in" got="$DIR/tmp/probe.out"
@@ -701,6 +707,7 @@ head -c 4096 /dev/urandom > "$DIR/tmp/probe.in"
 wait_for "a rados write+read as $CLIENT_USER on pool '$POOL'" rados_roundtrip
 timeout 10 rados -c "$CONF" -n "$CLIENT_USER" -p "$POOL" rm start-probe >/dev/null 2>&1 || true
 rm -f "$DIR/tmp/probe.in" "$DIR/tmp/probe.out"
+(( ! WITH_MGR )) || wait_for "the mgr to report the cluster's capacity" capacity_reported
 (( ! WITH_RGW )) || start_rgw
 if (( WITH_MDS )); then
     wait_for "mds.$MDS_ID to become active for '$FS_NAME'" mds_active
