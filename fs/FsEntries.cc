@@ -245,11 +245,7 @@ Status Filesystem::rename(Ino parent, std::string_view name, Ino newParent,
     return s.code() == StatusCode::kPreconditionFailed ? Status::posix(EBUSY, "rename raced") : s;
   }
   entriesChanged(parent, now);
-  if (replaced.empty() || newParent == parent) {
-    entriesChanged(newParent, now);
-  } else {
-    dentries_.invalidate(newParent);  // updateDir leaves the times of a replaced entry's directory
-  }
+  entriesChanged(newParent, now);
   if (dst) {
     afterRemoval(*dst);
     if (dst->inode.isDir()) (void)volume_.dropDirObject(dst->inode.ino);
@@ -270,7 +266,8 @@ Status Filesystem::renameAcross(Ino parent, const std::string& name, const std::
       parent, name, newParent, newName, moved, replaced, Timestamp::now().sec, processIdentity()};
   const std::string key = journalKey(id);
   TIERFS_RETURN_IF_ERROR(volume_.recordIntent(key, encodeIntent(intent)));
-  Status s = volume_.updateDir(dirObject(newParent), {{newName, replaced, moved}}, at);
+  Status s = volume_.updateDir(dirObject(newParent), {{newName, replaced, moved}}, at,
+                               /*namesChange=*/true);
   if (s.isOk()) {
     s = volume_.updateDir(dirObject(parent), {{name, source, ""}}, at);
     if (!s.isOk()) (void)volume_.updateDir(dirObject(newParent), {{newName, moved, replaced}});

@@ -216,10 +216,10 @@ Result<std::vector<std::pair<std::string, Dentry>>> Volume::decodeEntries(
 }
 
 Status Volume::updateDir(const std::string& object, const std::vector<DentryUpdate>& updates,
-                         const Timestamp& changedAt) {
+                         const Timestamp& changedAt, bool namesChange) {
   WriteOp op;
   op.assertExists();
-  bool adds = false, entriesChange = false;
+  bool adds = false, entriesChange = namesChange;
   for (const auto& u : updates) {
     op.omapEquals(u.key, u.expected);
     adds = adds || (u.expected.empty() && !u.replacement.empty());

@@ -75,9 +75,11 @@ class Volume {
       Ino dir, std::vector<std::pair<std::string, std::string>> entries) const;
   // Applies the updates to one directory atomically. Adding a dentry also requires that the
   // directory is not being removed (see sealEmptyDir); adding or removing one sets the
-  // directory's mtime to `changedAt`.
+  // directory's mtime to `changedAt`, and so does any update when `namesChange` (a rename over an
+  // existing entry replaces a dentry and changes the directory's names; a file's commit replaces
+  // one and does not).
   Status updateDir(const std::string& object, const std::vector<DentryUpdate>& updates,
-                   const Timestamp& changedAt = Timestamp::now());
+                   const Timestamp& changedAt = Timestamp::now(), bool namesChange = false);
 
   // When the directory's entries last changed (kept on the directory object by updateDir);
   // nullopt when never. setDirMtime makes an explicit utimens stick.

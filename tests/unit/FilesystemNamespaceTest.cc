@@ -206,6 +206,35 @@ TEST_F(FilesystemTest, RenameOverAnExistingTarget) {
 }
 
 // An open file that is renamed keeps working, and its commit lands at its new name.
+// POSIX: a rename marks both parent directories' times for update, over an existing entry too;
+// the node that renamed and another node agree on them.
+TEST_F(FilesystemTest, ARenameOverAnEntryElsewhereMovesThatDirectorysTimes) {
+  auto a = fsA().mkdir(kRootIno, "a", 0755, {});
+  auto b = fsA().mkdir(kRootIno, "b", 0755, {});
+  ASSERT_OK(a);
+  ASSERT_OK(b);
+  ASSERT_OK(writeFile(fsA(), a->ino, "f", "new"));
+  ASSERT_OK(writeFile(fsA(), b->ino, "f", "old"));
+  auto other = startNode({.attrTimeout = Duration::zero()});
+  ASSERT_NE(other, nullptr);
+  auto before = other->fs->lookup(kRootIno, "b");
+  ASSERT_OK(before);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));  // so that the times move
+  ASSERT_OK(fsA().rename(a->ino, "f", b->ino, "f", 0));
+  auto after = other->fs->lookup(kRootIno, "b");
+  ASSERT_OK(after);
+  EXPECT_GT(after->mtime, before->mtime);
+  EXPECT_GE(after->ctime, after->mtime);
+  auto here = fsA().getattr(b->ino);
+  ASSERT_OK(here);
+  EXPECT_EQ(here->mtime, after->mtime);
+  auto file = other->fs->lookup(b->ino, "f");
+  ASSERT_OK(file);
+  auto moved = readFile(*other->fs, file->ino);
+  ASSERT_OK(moved);
+  EXPECT_EQ(*moved, "new");
+}
+
 TEST_F(FilesystemTest, AnOpenFileCommitsAtItsNewName) {
   auto d = fsA().mkdir(kRootIno, "d", 0755, {});
   ASSERT_OK(d);
