@@ -191,8 +191,9 @@ Result<Inode> Filesystem::setattr(Ino ino, const SetAttr& change) {
   // mtime before close): writes pending here commit first, in the same dentry update as the
   // attributes when there is no truncate to make between them (one RADOS write, not two, for
   // tar's fchown after its writes).
-  TIERFS_ASSIGN_OR_RETURN(const bool applied,
-                          commitPending(*n, attrs && !change.setSize ? &apply : nullptr));
+  const bool withCommit = attrs && !change.setSize;
+  TIERFS_ASSIGN_OR_RETURN(const bool committed, commitPending(*n, withCommit ? &apply : nullptr));
+  const bool applied = committed && withCommit;
   if (change.setSize) {
     {
       std::lock_guard lock(n->mu);

@@ -352,6 +352,28 @@ TEST_F(FilesystemTest, AttributesSetAfterWritesCommitWithThem) {
   EXPECT_EQ(errnoOf(fsA().getxattr(ino, "security.capability")), ENODATA);
 }
 
+// A truncate with attributes in one setattr (after writes still pending) applies both.
+TEST_F(FilesystemTest, ATruncateWithAttributesAfterWritesAppliesBoth) {
+  auto created = fsA().create(kRootIno, "f", 0600, O_CREAT | O_WRONLY, {});
+  ASSERT_OK(created);
+  const Ino ino = created->first.ino;
+  ASSERT_OK(fsA().write(*created->second, 0, "data"));
+  ASSERT_OK(fsA().setattr(ino, {.setMode = true,
+                                .setSize = true,
+                                .setMtime = true,
+                                .mode = 0640,
+                                .size = 2,
+                                .mtime = {1000, 0}}));
+  ASSERT_OK(fsA().release(std::move(created->second)));
+  auto other = startNode({.attrTimeout = Duration::zero()});
+  ASSERT_NE(other, nullptr);
+  auto seen = other->fs->lookup(kRootIno, "f");
+  ASSERT_OK(seen);
+  EXPECT_EQ(seen->size, 2u);
+  EXPECT_EQ(seen->mode, 0640u);
+  EXPECT_EQ(seen->mtime, (fs::Timestamp{1000, 0}));
+}
+
 TEST_F(FilesystemTest, ExtendedAttributes) {
   auto ino = writeFile(fsA(), kRootIno, "f", "data");
   ASSERT_OK(ino);
