@@ -35,9 +35,19 @@ FileWriter::FileWriter(WriterContext ctx, const Inode& base)
 }
 
 FileWriter::~FileWriter() {
-  std::unique_lock lock(mu_);
-  uploadDone_.wait(lock, [this] { return inFlight_ == 0; });  // callbacks refer to this
+  waitForUploads();  // their callbacks refer to this
+  std::lock_guard lock(mu_);
   setUnflushedLocked(0);
+}
+
+std::uint64_t FileWriter::uploadedStoredBytes() const {
+  std::lock_guard lock(mu_);
+  return storedBytes_;
+}
+
+void FileWriter::waitForUploads() {
+  std::unique_lock lock(mu_);
+  uploadDone_.wait(lock, [this] { return inFlight_ == 0; });
 }
 
 void FileWriter::setUnflushedLocked(std::uint64_t bytes) {
@@ -138,6 +148,7 @@ Status FileWriter::startUploadLocked(std::uint64_t slot, std::unique_lock<std::m
   ctx_.cache.write(key, Bytes(std::move(bytes)),
                    [this, slot, runs, buffered](Result<std::uint64_t> r) {
                      std::lock_guard guard(mu_);
+                     if (r) storedBytes_ += *r;
                      finishUploadLocked(slot, runs, buffered, statusOf(r));
                    });
   lock.lock();

@@ -45,6 +45,11 @@ class FileWriter {
 
   // Uploads every buffered byte and waits for every upload.
   Status drain();
+  // Waits for the uploads under way and starts none: then changes() names every chunk uploaded
+  // (to remove them, when the writes are given up).
+  void waitForUploads();
+  // What the uploads that succeeded took in the store (frames, compressed where it paid).
+  std::uint64_t uploadedStoredBytes() const;
 
   // A commit in two steps: changes() gives what to replay (and a mark), committed() is told that
   // the replay up to that mark is now the committed inode.
@@ -99,8 +104,9 @@ class FileWriter {
   std::uint64_t chunkVersion_ = 0;  // version of every chunk this writer uploads; 0 until first
   std::uint32_t nextPiece_ = 0;
   int inFlight_ = 0;
-  Status uploadError_;          // the last upload failure (its bytes are back in dirty_)
-  std::uint64_t failures_ = 0;  // upload failures so far
+  Status uploadError_;             // the last upload failure (its bytes are back in dirty_)
+  std::uint64_t failures_ = 0;     // upload failures so far
+  std::uint64_t storedBytes_ = 0;  // of the uploads that succeeded
 };
 
 }  // namespace tierfs::fs

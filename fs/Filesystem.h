@@ -3,9 +3,11 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <list>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -99,6 +101,21 @@ struct DirCursor {
   std::vector<std::pair<std::string, std::string>> collected;
 };
 
+// A new file written whole before it has a name (Filesystem::stageFile).
+struct NewFile {
+  Inode inode;  // as staged: no content, the creator's owner and mode
+  std::shared_ptr<FileWriter> writer;
+  bool published = false;
+  std::uint64_t storedBytes = 0;  // once published: what its chunks take in the store
+};
+
+// What a staged file is published with: `set`'s attributes (its size is ignored) and user.*
+// xattrs.
+struct NewFileAttrs {
+  SetAttr set;
+  std::vector<std::pair<std::string, std::string>> xattrs;
+};
+
 struct DirEntry {
   std::string_view name;
   Ino ino = 0;
@@ -159,6 +176,19 @@ class Filesystem {
   Status fsync(OpenFile& file);  // commits; durable in the store when it returns
   Status release(std::unique_ptr<OpenFile> file);
 
+  // A file written whole before it has a name (tierfs import). Its chunks go to the store as it
+  // is written; publish() then gives it its name, content and attributes in one guarded update
+  // of the directory: other nodes see the whole file or none, and it costs one dentry write
+  // where create, write and setattr make two, and a round trip before the first write.
+  // publish() fails with EEXIST when the name is taken (the staged file stays, to publish
+  // again); a staged file not published is given to discard(), which removes its chunks.
+  // A published file counts one kernel lookup, as create() does.
+  Result<std::unique_ptr<NewFile>> stageFile(Ino parent, std::uint32_t mode, Caller who);
+  Status writeNew(NewFile& file, std::uint64_t offset, std::string_view data);
+  Result<Inode> publish(NewFile& file, Ino parent, std::string_view name,
+                        const NewFileAttrs& attrs);
+  void discard(NewFile& file);
+
   // Directories. readdir gives entries from `offset` (0 at the start) while `accept` takes them.
   Result<std::unique_ptr<DirCursor>> opendir(Ino ino);
   Status readdir(DirCursor& cursor, std::uint64_t offset,
@@ -216,7 +246,23 @@ class Filesystem {
     bool refreshing = false;
   };
   Result<Commit> updateInode(Node& node, const Mutation& mutate);
+  static void applyAttrs(Inode& inode, const SetAttr& change);  // all but the size
+  // Sets a user.* xattr in `inode` (setxattr's checks and `flags`).
+  static Status putXattr(Inode& inode, std::string_view name, std::string_view value, int flags);
   Result<Inode> addEntry(Ino parent, std::string_view name, Inode inode);
+  // Files published into one directory at once share a dentry update (a group commit): while
+  // one update is under way, the files that come meanwhile wait for it and go in the next.
+  struct Publication {
+    std::string name;
+    Inode inode;
+    std::optional<Result<Inode>> result;  // set when done
+  };
+  struct PublishQueue {
+    bool busy = false;  // an update is under way
+    std::vector<Publication*> waiting;
+  };
+  Result<Inode> publishInOrder(Ino parent, Publication& mine);
+  void publishBatch(Ino parent, const std::vector<Publication*>& batch);
   Result<Inode> newInode(Ino parent, FileType type, std::uint32_t mode, Caller who);
   struct Swap {
     std::string moved;     // the encoded dentry to put at the target
@@ -261,7 +307,10 @@ class Filesystem {
   std::unique_ptr<DatasetSweep> sweep_;  // after trees_, which it uses
   const std::shared_ptr<StaleState> stale_ = std::make_shared<StaleState>();
   std::shared_ptr<UsageState> usage_ = std::make_shared<UsageState>();
-  std::mutex gcMu_;  // guards the two below
+  std::mutex publishMu_;  // guards publishing_
+  std::condition_variable publishDone_;
+  std::map<Ino, PublishQueue> publishing_;  // by directory
+  std::mutex gcMu_;                         // guards the two below
   std::uint64_t nextGcId_ = 1;
   std::map<std::uint64_t, std::pair<Ino, std::vector<PieceId>>> gcPending_;  // by job id
   TimerQueue gcTimers_;  // last: stopped first, before the state its callbacks use

@@ -173,18 +173,22 @@ Result<Filesystem::Commit> Filesystem::updateInode(Node& n, const Mutation& muta
   return failure(Status::posix(EBUSY, fmt::format("inode {} keeps changing", n.ino)));
 }
 
+void Filesystem::applyAttrs(Inode& i, const SetAttr& change) {
+  if (change.setMode) i.mode = change.mode & 07777;
+  if (change.setUid) i.uid = change.uid;
+  if (change.setGid) i.gid = change.gid;
+  if (change.setAtime) i.atime = change.atime;
+  if (change.setMtime) i.mtime = change.mtime;
+  i.ctime = Timestamp::now();
+}
+
 Result<Inode> Filesystem::setattr(Ino ino, const SetAttr& change) {
   TIERFS_RETURN_IF_ERROR(checkWritable());
   TIERFS_ASSIGN_OR_RETURN(auto n, node(ino));
   const bool attrs =
       change.setMode || change.setUid || change.setGid || change.setAtime || change.setMtime;
   const Mutation apply = [&](Inode& i) {
-    if (change.setMode) i.mode = change.mode & 07777;
-    if (change.setUid) i.uid = change.uid;
-    if (change.setGid) i.gid = change.gid;
-    if (change.setAtime) i.atime = change.atime;
-    if (change.setMtime) i.mtime = change.mtime;
-    i.ctime = Timestamp::now();
+    applyAttrs(i, change);
     return Status::ok();
   };
   // Attributes set after writes must not be overwritten by the commit of those writes (tar sets
@@ -245,8 +249,9 @@ Result<std::vector<std::string>> Filesystem::listxattr(Ino ino) {
   return names;
 }
 
-Status Filesystem::setxattr(Ino ino, std::string_view name, std::string_view value, int flags) {
-  TIERFS_RETURN_IF_ERROR(checkWritable());
+namespace {
+
+Status checkXattr(std::string_view name, std::string_view value) {
   const bool ours =
       name == kStoredSizeXattr || name == kCacheStatsXattr || name == kControlSocketXattr;
   if (!name.starts_with(kUserPrefix) || ours) {
@@ -255,19 +260,30 @@ Status Filesystem::setxattr(Ino ino, std::string_view name, std::string_view val
   }
   if (name.size() > kMaxNameLength) return Status::posix(ERANGE, "xattr name too long");
   if (value.size() > kMaxXattrValue) return Status::posix(E2BIG, "xattr value too large");
+  return Status::ok();
+}
+
+}  // namespace
+
+Status Filesystem::putXattr(Inode& i, std::string_view name, std::string_view value, int flags) {
+  TIERFS_RETURN_IF_ERROR(checkXattr(name, value));
+  if (i.isSymlink()) return Status::posix(EPERM, "user.* xattrs on a symlink");  // as Linux
+  auto it = i.xattrs.find(std::string(name));
+  if ((flags & XATTR_CREATE) && it != i.xattrs.end()) return Status::posix(EEXIST, "xattr");
+  if ((flags & XATTR_REPLACE) && it == i.xattrs.end()) return Status::posix(ENODATA, "xattr");
+  std::size_t total = value.size() + name.size();
+  for (const auto& [k, v] : i.xattrs) total += (k == name ? 0 : k.size() + v.size());
+  if (total > kMaxXattrBytes) return Status::posix(ENOSPC, "xattrs of this inode are full");
+  i.xattrs[std::string(name)] = value;
+  i.ctime = Timestamp::now();
+  return Status::ok();
+}
+
+Status Filesystem::setxattr(Ino ino, std::string_view name, std::string_view value, int flags) {
+  TIERFS_RETURN_IF_ERROR(checkWritable());
+  TIERFS_RETURN_IF_ERROR(checkXattr(name, value));  // before anything is read
   TIERFS_ASSIGN_OR_RETURN(auto n, node(ino));
-  return statusOf(updateInode(*n, [&](Inode& i) {
-    if (i.isSymlink()) return Status::posix(EPERM, "user.* xattrs on a symlink");  // as Linux
-    auto it = i.xattrs.find(std::string(name));
-    if ((flags & XATTR_CREATE) && it != i.xattrs.end()) return Status::posix(EEXIST, "xattr");
-    if ((flags & XATTR_REPLACE) && it == i.xattrs.end()) return Status::posix(ENODATA, "xattr");
-    std::size_t total = value.size() + name.size();
-    for (const auto& [k, v] : i.xattrs) total += (k == name ? 0 : k.size() + v.size());
-    if (total > kMaxXattrBytes) return Status::posix(ENOSPC, "xattrs of this inode are full");
-    i.xattrs[std::string(name)] = value;
-    i.ctime = Timestamp::now();
-    return Status::ok();
-  }));
+  return statusOf(updateInode(*n, [&](Inode& i) { return putXattr(i, name, value, flags); }));
 }
 
 Status Filesystem::removexattr(Ino ino, std::string_view name) {

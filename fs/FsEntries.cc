@@ -122,13 +122,25 @@ Result<Inode> Filesystem::addEntry(Ino parent, std::string_view name, Inode inod
   Dentry d{inode, encodeInode(inode)};
   const Timestamp now = Timestamp::now();
   Status s = volume_.updateDir(dirObject(parent), {{std::string(name), "", d.encoded}}, now);
-  if (s.code() == StatusCode::kPreconditionFailed || s.isNotFound()) {
+  if (s.code() != StatusCode::kPreconditionFailed && !s.isNotFound()) {
+    TIERFS_RETURN_IF_ERROR(s);
+    entriesChanged(parent, now);
+  } else {
     auto existing = volume_.readDentry(Location::of(parent, name));
-    if (existing && *existing) return failure(Status::posix(EEXIST, std::string(name)));
-    return failure(Status::posix(ENOENT, fmt::format("directory {} is gone", parent)));
+    const bool taken = existing && *existing;
+    // Inode numbers are never reused: the name holds this inode when an earlier update of ours
+    // did land (one that timed out, or a group's) at a time not this call's.
+    if (taken && (*existing)->inode.ino != inode.ino) {
+      return failure(Status::posix(EEXIST, std::string(name)));
+    }
+    if (!taken) return failure(Status::posix(ENOENT, fmt::format("directory {} is gone", parent)));
+    d = std::move(**existing);
+    dentries_.invalidate(parent);
+    if (auto dir = nodes_.find(parent)) {  // its times are read again when asked
+      std::lock_guard lock(dir->mu);
+      dir->fetchedAt = {};
+    }
   }
-  TIERFS_RETURN_IF_ERROR(s);
-  entriesChanged(parent, now);
   auto n = nodes_.remember(parent, std::string(name), d, true);
   return withLocalSize(*n);
 }

@@ -1,11 +1,12 @@
 // A path in a tierfs volume as the destination of tierfs import.
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
-#include <charconv>
+#include <functional>
+#include <mutex>
+#include <unordered_set>
 
 #include "tools/VolumeTree.h"
 
@@ -14,31 +15,37 @@ namespace {
 
 using fs::Caller;
 using fs::Ino;
-using fs::Inode;
 
-// Read-only, computed by the Filesystem: the bytes a file's chunks take in the store.
-constexpr std::string_view kStoredSizeXattr = "user.tierfs.stored_size";
+// The attributes a copied file or directory gets: the source's mode and times, its owner when
+// copying as root (as tar does), its user.* xattrs.
+fs::NewFileAttrs newAttrs(const Attrs& a, bool owner) {
+  fs::NewFileAttrs n;
+  n.set.setMode = n.set.setAtime = n.set.setMtime = true;
+  n.set.setUid = n.set.setGid = owner;
+  n.set.mode = a.mode;
+  n.set.uid = a.uid;
+  n.set.gid = a.gid;
+  n.set.atime = toTimestamp(a.atime);
+  n.set.mtime = toTimestamp(a.mtime);
+  n.xattrs = a.xattrs;
+  return n;
+}
 
-// The xattrs, then the owner (as root), mode and times: the last change to the inode.
-Status applyAttrs(fs::Filesystem& fs, Ino ino, const std::string& path, const Attrs& a,
-                  bool owner) {
+// A directory's attributes, set once everything in it is copied: its xattrs, then its owner,
+// mode and times (the last change to it).
+Status setDirAttrs(fs::Filesystem& fs, Ino ino, const std::string& path,
+                   const fs::NewFileAttrs& a) {
   for (const auto& [name, value] : a.xattrs) {
     if (Status s = fs.setxattr(ino, name, value, 0); !s.isOk()) {
       return fsError(s, ("setting xattr " + name + " on").c_str(), path);
     }
   }
-  fs::SetAttr c;
-  c.setMode = c.setAtime = c.setMtime = true;
-  c.setUid = c.setGid = owner;
-  c.mode = a.mode;
-  c.uid = a.uid;
-  c.gid = a.gid;
-  c.atime = toTimestamp(a.atime);
-  c.mtime = toTimestamp(a.mtime);
-  auto r = fs.setattr(ino, c);
+  auto r = fs.setattr(ino, a.set);
   return r ? Status::ok() : fsError(r.error(), "setting the attributes of", path);
 }
 
+// A file staged in the volume (Filesystem::stageFile): its name appears, with all of its
+// content and attributes, when the copy of it is finished, and never before.
 class VolumeSink final : public FileSink {
  public:
   struct Where {
@@ -46,49 +53,45 @@ class VolumeSink final : public FileSink {
     std::string name;
     std::string path;
   };
-  VolumeSink(fs::Filesystem& fs, Where where, Ino ino, std::unique_ptr<fs::OpenFile> file,
-             bool owner, std::atomic<std::uint64_t>& stored)
+  // `makeRoom` removes what holds the name (--overwrite) or says why it cannot.
+  VolumeSink(fs::Filesystem& fs, Where where, std::unique_ptr<fs::NewFile> file, bool owner,
+             std::function<Status()> makeRoom, std::atomic<std::uint64_t>& stored)
       : fs_(fs),
         where_(std::move(where)),
-        ino_(ino),
         file_(std::move(file)),
         owner_(owner),
+        makeRoom_(std::move(makeRoom)),
         stored_(stored) {}
 
   ~VolumeSink() override {
-    if (file_) (void)fs_.release(std::move(file_));
-    if (!finished_) (void)fs_.unlink(where_.dir, where_.name);  // leave nothing half-written
-    fs_.forget(ino_, 1);
+    if (!file_->published) fs_.discard(*file_);  // leaves nothing behind
   }
 
   Status write(std::uint64_t offset, std::string_view data) override {
-    auto n = fs_.write(*file_, offset, data);
-    if (!n) return fsError(n.error(), "writing", where_.path);
-    return Status::ok();
+    Status s = fs_.writeNew(*file_, offset, data);
+    return s.isOk() ? s : fsError(s, "writing", where_.path);
   }
 
-  // setattr commits the data first, so the times set are the last change (as tar does).
   Status finish(const Attrs& attrs) override {
-    TIERFS_RETURN_IF_ERROR(applyAttrs(fs_, ino_, where_.path, attrs, owner_));
-    Status s = fs_.release(std::move(file_));
-    if (!s.isOk()) return fsError(s, "closing", where_.path);
-    finished_ = true;
-    if (auto size = fs_.getxattr(ino_, kStoredSizeXattr)) {
-      std::uint64_t n = 0;
-      std::from_chars(size->data(), size->data() + size->size(), n);
-      stored_ += n;
+    const fs::NewFileAttrs set = newAttrs(attrs, owner_);
+    auto made = fs_.publish(*file_, where_.dir, where_.name, set);
+    if (!made && made.error().toErrno() == EEXIST) {  // made meanwhile, by someone else
+      TIERFS_RETURN_IF_ERROR(makeRoom_());
+      made = fs_.publish(*file_, where_.dir, where_.name, set);
     }
+    if (!made) return fsError(made.error(), "creating", where_.path);
+    fs_.forget(made->ino, 1);
+    stored_ += file_->storedBytes;
     return Status::ok();
   }
 
  private:
   fs::Filesystem& fs_;
   const Where where_;
-  const Ino ino_;
-  std::unique_ptr<fs::OpenFile> file_;
+  std::unique_ptr<fs::NewFile> file_;
   const bool owner_;
+  const std::function<Status()> makeRoom_;
   std::atomic<std::uint64_t>& stored_;
-  bool finished_ = false;
 };
 
 class VolumeDestination final : public Destination {
@@ -138,21 +141,29 @@ class VolumeDestination final : public Destination {
     }
     if (!made) return failure(fsError(made.error(), "creating directory", path));
     held_.hold(made->ino);
+    std::lock_guard lock(madeMu_);
+    made_.insert(made->ino);
     return MadeDir{made->ino, true};
   }
 
   Result<std::unique_ptr<FileSink>> createFile(std::uint64_t dir, const std::string& name,
                                                const std::string& path,
                                                const Attrs& attrs) override {
-    const int flags = O_WRONLY | O_CREAT | O_EXCL;
-    auto made = fs_.create(dir, name, attrs.mode, flags, callerFor(attrs));
-    if (!made && made.error().toErrno() == EEXIST) {
-      TIERFS_RETURN_IF_ERROR(removeExisting(dir, name, path, false));
-      made = fs_.create(dir, name, attrs.mode, flags, callerFor(attrs));
+    // In a directory that was there before the copy, a name taken is found before the data is
+    // copied (publish() would find it after); in one this copy made, nothing else is expected.
+    if (!madeHere(dir)) {
+      auto found = fs_.lookup(dir, name);
+      if (found) fs_.forget(found->ino, 1);
+      if (found) TIERFS_RETURN_IF_ERROR(removeExisting(dir, name, path, false));
+      if (!found && found.error().toErrno() != ENOENT) {
+        return failure(fsError(found.error(), "looking up", path));
+      }
     }
-    if (!made) return failure(fsError(made.error(), "creating", path));
-    return std::make_unique<VolumeSink>(fs_, VolumeSink::Where{dir, name, path}, made->first.ino,
-                                        std::move(made->second), owner_, stored_);
+    auto staged = fs_.stageFile(dir, attrs.mode, callerFor(attrs));
+    if (!staged) return failure(fsError(staged.error(), "creating", path));
+    auto makeRoom = [this, dir, name, path] { return removeExisting(dir, name, path, false); };
+    return std::make_unique<VolumeSink>(fs_, VolumeSink::Where{dir, name, path}, std::move(*staged),
+                                        owner_, makeRoom, stored_);
   }
 
   Status makeSymlink(std::uint64_t dir, const std::string& name, const std::string& path,
@@ -173,12 +184,17 @@ class VolumeDestination final : public Destination {
   }
 
   Status finishDir(std::uint64_t ref, const std::string& path, const Attrs& attrs) override {
-    return applyAttrs(fs_, ref, path, attrs, owner_);
+    return setDirAttrs(fs_, ref, path, newAttrs(attrs, owner_));
   }
 
   std::uint64_t storedBytes() const override { return stored_; }
 
  private:
+  bool madeHere(Ino dir) {
+    std::lock_guard lock(madeMu_);
+    return made_.count(dir) > 0;
+  }
+
   // The owner of what is made: the source's as root (as tar does), else the caller's.
   Caller callerFor(const Attrs& a) const { return owner_ ? Caller{a.uid, a.gid} : me_; }
 
@@ -226,6 +242,8 @@ class VolumeDestination final : public Destination {
   const bool owner_;  // root: owners are copied
   const Caller me_;
   std::atomic<std::uint64_t> stored_{0};
+  std::mutex madeMu_;             // guards made_
+  std::unordered_set<Ino> made_;  // directories this copy made
 };
 
 }  // namespace
