@@ -255,14 +255,14 @@ class Filesystem {
   struct Publication {
     std::string name;
     Inode inode;
-    std::optional<Result<Inode>> result;  // set when done
+    std::optional<Result<Inode>> result;  // set when done (under publishMu_)
   };
   struct PublishQueue {
     bool busy = false;  // an update is under way
     std::vector<Publication*> waiting;
   };
   Result<Inode> publishInOrder(Ino parent, Publication& mine);
-  void publishBatch(Ino parent, const std::vector<Publication*>& batch);
+  std::vector<Result<Inode>> publishBatch(Ino parent, const std::vector<Publication*>& batch);
   Result<Inode> newInode(Ino parent, FileType type, std::uint32_t mode, Caller who);
   struct Swap {
     std::string moved;     // the encoded dentry to put at the target

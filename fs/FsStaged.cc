@@ -59,8 +59,10 @@ Result<Inode> Filesystem::publishInOrder(Ino parent, Publication& mine) {
     std::vector<Publication*> batch;
     batch.swap(queue.waiting);
     lock.unlock();
-    publishBatch(parent, batch);
+    std::vector<Result<Inode>> results = publishBatch(parent, batch);
     lock.lock();
+    // Set under the lock: a waiter woken for another directory reads its own meanwhile.
+    for (std::size_t i = 0; i < batch.size(); ++i) batch[i]->result = std::move(results[i]);
     queue.busy = false;
     publishDone_.notify_all();
   }
@@ -74,7 +76,8 @@ Result<Inode> Filesystem::publishInOrder(Ino parent, Publication& mine) {
 
 // One guarded update adds every name of the batch; when it fails (a name taken, the directory
 // gone), or a name comes twice, each is added on its own, for its own answer.
-void Filesystem::publishBatch(Ino parent, const std::vector<Publication*>& batch) {
+std::vector<Result<Inode>> Filesystem::publishBatch(Ino parent,
+                                                    const std::vector<Publication*>& batch) {
   std::vector<DentryUpdate> updates;
   std::vector<Dentry> dentries;
   std::set<std::string_view> names;
@@ -87,14 +90,17 @@ void Filesystem::publishBatch(Ino parent, const std::vector<Publication*>& batch
     const Timestamp now = Timestamp::now();
     if (volume_.updateDir(dirObject(parent), updates, now).isOk()) {
       entriesChanged(parent, now);
+      std::vector<Result<Inode>> added;
       for (std::size_t i = 0; i < batch.size(); ++i) {
         auto n = nodes_.remember(parent, batch[i]->name, dentries[i], true);
-        batch[i]->result = withLocalSize(*n);
+        added.emplace_back(withLocalSize(*n));
       }
-      return;
+      return added;
     }
   }
-  for (Publication* p : batch) p->result = addEntry(parent, p->name, p->inode);
+  std::vector<Result<Inode>> added;
+  for (const Publication* p : batch) added.push_back(addEntry(parent, p->name, p->inode));
+  return added;
 }
 
 void Filesystem::discard(NewFile& file) {
