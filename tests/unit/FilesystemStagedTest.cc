@@ -43,6 +43,7 @@ TEST_F(FilesystemTest, AStagedFileAppearsWholeInOneDentryWrite) {
   ASSERT_NE(other, nullptr);
   EXPECT_EQ(errnoOf(other->fs->lookup(kRootIno, "f")), ENOENT);
 
+  (*staged)->writer->waitForUploads();  // the two whole chunks, uploaded as they were written
   store_->reset();
   auto made = fsA().publish(**staged, kRootIno, "f", someAttrs());
   ASSERT_OK(made);
@@ -139,7 +140,7 @@ class GroupPublishTest : public FilesystemTest {
   std::string dataOf(int i) { return randomBytes(kChunk, 100 + i); }  // whole: uploaded at once
 
   // Stages kFiles files, then publishes them from kFiles threads at once while the first
-  // directory update is held 100 ms; yields each publish's errno.
+  // directory update is held; yields each publish's errno.
   std::vector<int> publishAtOnce() {
     std::vector<std::unique_ptr<fs::NewFile>> files;
     for (int i = 0; i < kFiles; ++i) {
@@ -153,8 +154,7 @@ class GroupPublishTest : public FilesystemTest {
     faulty_->addRule(FaultRule{.op = FaultOp::kMutate,
                                .oidPrefix = "d.",
                                .count = 1,
-                               .action = FaultAction::kDelay,
-                               .delay = std::chrono::milliseconds(100)});
+                               .action = FaultAction::kHang});
     store_->reset();
     std::vector<int> errors(kFiles);
     std::latch start(kFiles);
@@ -165,6 +165,12 @@ class GroupPublishTest : public FilesystemTest {
         errors[i] = errnoOf(fsA().publish(*files[i], kRootIno, nameOf(i), {}));
       });
     }
+    // The first update is held until the others have long been queued behind it.
+    for (int i = 0; i < 1000 && faulty_->hungCalls() == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    faulty_->releaseHung();
     for (auto& t : threads) t.join();
     return errors;
   }
