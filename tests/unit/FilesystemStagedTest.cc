@@ -151,10 +151,8 @@ class GroupPublishTest : public FilesystemTest {
       (*staged)->writer->waitForUploads();
       files.push_back(std::move(*staged));
     }
-    faulty_->addRule(FaultRule{.op = FaultOp::kMutate,
-                               .oidPrefix = "d.",
-                               .count = 1,
-                               .action = FaultAction::kHang});
+    faulty_->addRule(FaultRule{
+        .op = FaultOp::kMutate, .oidPrefix = "d.", .count = 1, .action = FaultAction::kHang});
     store_->reset();
     std::vector<int> errors(kFiles);
     std::latch start(kFiles);
