@@ -277,6 +277,7 @@ class Filesystem {
   // (nothing done) when there is nothing to commit.
   Result<bool> commitPending(Node& node, const Mutation* also);
   std::shared_ptr<FileWriter> writerFor(Node& node);
+  WriterContext writerContext();    // what every FileWriter of this Filesystem writes through
   void dropIdleWriter(Node& node);  // no open file and nothing unflushed: free the buffers
   void dropGarbage(Ino ino, const std::vector<Extent>& before, const std::vector<Extent>& after,
                    const std::vector<PieceId>& written);

@@ -56,13 +56,13 @@ std::string Filesystem::datasetOf(Ino ino) const {
 
 Filesystem::~Filesystem() { (void)flushAll(); }
 
+WriterContext Filesystem::writerContext() {
+  return {volume_, cache_, reader_, options_.dirtyLimitPerFile, &unflushedBytes_};
+}
+
 std::shared_ptr<FileWriter> Filesystem::writerFor(Node& n) {
   std::lock_guard lock(n.mu);
-  if (!n.writer) {
-    n.writer = std::make_shared<FileWriter>(
-        WriterContext{volume_, cache_, reader_, options_.dirtyLimitPerFile, &unflushedBytes_},
-        n.dentry.inode);
-  }
+  if (!n.writer) n.writer = std::make_shared<FileWriter>(writerContext(), n.dentry.inode);
   return n.writer;
 }
 

@@ -11,9 +11,7 @@ Result<std::unique_ptr<NewFile>> Filesystem::stageFile(Ino parent, std::uint32_t
   TIERFS_RETURN_IF_ERROR(checkWritable());
   auto file = std::make_unique<NewFile>();
   TIERFS_ASSIGN_OR_RETURN(file->inode, newInode(parent, FileType::kRegular, mode, who));
-  file->writer = std::make_shared<FileWriter>(
-      WriterContext{volume_, cache_, reader_, options_.dirtyLimitPerFile, &unflushedBytes_},
-      file->inode);
+  file->writer = std::make_shared<FileWriter>(writerContext(), file->inode);
   return file;
 }
 

@@ -205,7 +205,6 @@ TEST_F(FilesystemTest, RenameOverAnExistingTarget) {
   ASSERT_OK(fsA().lookup(kRootIno, "full"));
 }
 
-// An open file that is renamed keeps working, and its commit lands at its new name.
 // POSIX: a rename marks both parent directories' times for update, over an existing entry too;
 // the node that renamed and another node agree on them.
 TEST_F(FilesystemTest, ARenameOverAnEntryElsewhereMovesThatDirectorysTimes) {
@@ -235,6 +234,7 @@ TEST_F(FilesystemTest, ARenameOverAnEntryElsewhereMovesThatDirectorysTimes) {
   EXPECT_EQ(*moved, "new");
 }
 
+// An open file that is renamed keeps working, and its commit lands at its new name.
 TEST_F(FilesystemTest, AnOpenFileCommitsAtItsNewName) {
   auto d = fsA().mkdir(kRootIno, "d", 0755, {});
   ASSERT_OK(d);
