@@ -53,12 +53,10 @@ class ChunkCache {
   // among the others (cache/FetchScheduler.h).
   virtual void read(const ChunkKey& key, Callback<Bytes> done,
                     Priority priority = Priority::kDemand) = 0;
-  // The same for a caller that waits for the answer anyway (a reader's own request): the cache
-  // may do the work on the caller's thread instead of handing it to its own. Never call from a
-  // cache or store callback.
-  virtual Result<Bytes> readWaiting(const ChunkKey& key) {
-    return backends::waitFor<Bytes>([&](auto cb) { read(key, cb); });
-  }
+  // A reader's own (demand) read, for a caller whose thread is free to do the work: a hit on a
+  // cache device is read and checked on the caller's thread, not handed to a device thread.
+  // Never call from a cache or store callback.
+  virtual void readHere(const ChunkKey& key, Callback<Bytes> done) { read(key, std::move(done)); }
   // Encodes `raw` (compressing where it pays) and creates the chunk object; yields the stored
   // size. Done only when the back end has the chunk durably.
   virtual void write(const ChunkKey& key, Bytes raw, Callback<std::uint64_t> done) = 0;
@@ -97,7 +95,7 @@ struct MemoryChunkCacheOptions {
   // concurrent readers share and read-ahead fills (the kernel's page cache keeps what was read).
   std::uint64_t capacityBytes = 128 << 20;
   CodecOptions codec;         // how new chunks are encoded
-  unsigned codecThreads = 2;  // zstd and checksums run here, off store threads
+  unsigned codecThreads = 2;  // chunks over 256 KiB are checked and decompressed here
   // The cache devices between memory and the back end (not owned; null: none), and the
   // threads that read them (a device answers many reads at once).
   DeviceTier* device = nullptr;

@@ -27,9 +27,9 @@ class MemoryChunkCache final : public ChunkCache {
     start(key, std::move(done), false, priority);
   }
 
-  // A device hit is then read and decoded on the waiting thread: one hand-off fewer per read.
-  Result<Bytes> readWaiting(const ChunkKey& key) override {
-    return backends::waitFor<Bytes>([&](auto cb) { start(key, cb, true, Priority::kDemand); });
+  // A device hit is read and decoded on the caller's thread: one hand-off fewer per read.
+  void readHere(const ChunkKey& key, Callback<Bytes> done) override {
+    start(key, std::move(done), true, Priority::kDemand);
   }
 
   void write(const ChunkKey& key, Bytes raw, Callback<std::uint64_t> done) override {
@@ -196,7 +196,8 @@ class MemoryChunkCache final : public ChunkCache {
     }
     scheduler_.read(key.objectName(), priority, options_.chunkBytes,
                     [this, key, priority](Result<Bytes> frame) {
-                      codecPool_.post([this, key, priority, frame = std::move(frame)]() mutable {
+                      const bool here = !frame || decodesInline(*frame);
+                      auto task = [this, key, priority, frame = std::move(frame)]() mutable {
                         if (!frame) return finishRead(key, failure(frame.error()));
                         count(&ChunkCacheStats::backendReads, &ChunkCacheStats::bytesFromBackend,
                               frame->size());
@@ -210,8 +211,20 @@ class MemoryChunkCache final : public ChunkCache {
                         if (raw && priority != Priority::kDemand && priority != Priority::kWarm)
                           notePrefetched(key);
                         finishRead(key, std::move(raw), &*frame);
-                      });
+                      };
+                      if (here) return task();
+                      codecPool_.post(std::move(task));
                     });
+  }
+
+  // A small chunk is checked and copied on the thread that delivered it (a store completion
+  // thread): cheaper than a hand-off to a codec thread, and its reader is answered one wake-up
+  // sooner. Larger ones go to the codec threads, so that decoding one does not hold up the
+  // completions behind it.
+  static bool decodesInline(const Bytes& frame) {
+    constexpr std::uint32_t kMaxInlineRawBytes = 256 << 10;
+    auto header = parseFrameHeader(frame.view());
+    return header && header->rawLength <= kMaxInlineRawBytes;
   }
 
   bool warmUpWants(const ChunkKey& key) const {

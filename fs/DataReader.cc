@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -13,24 +14,30 @@
 namespace tierfs::fs {
 namespace {
 
-// Counts the piece reads of one call still out, and keeps the first error.
+// Counts the piece reads of one call still out, keeps the first error, and reports it when the
+// last piece has answered.
 struct Gather {
   std::mutex mu;
-  std::condition_variable done;
   std::size_t pending = 0;
   Status status;
+  std::function<void(Status)> done;
 
   void finish(Status s) {
-    std::lock_guard lock(mu);
-    if (status.isOk() && !s.isOk()) status = std::move(s);
-    if (--pending == 0) done.notify_all();
-  }
-  Status wait() {
-    std::unique_lock lock(mu);
-    done.wait(lock, [this] { return pending == 0; });
-    return status;
+    {
+      std::lock_guard lock(mu);
+      if (status.isOk() && !s.isOk()) status = std::move(s);
+      if (--pending != 0) return;
+    }
+    done(std::move(status));  // the last piece's answer: nobody else touches it now
   }
 };
+
+Status waitForStatus(const std::function<void(std::function<void(Status)>)>& start) {
+  auto promise = std::make_shared<std::promise<Status>>();
+  auto future = promise->get_future();
+  start([promise](Status s) { promise->set_value(std::move(s)); });
+  return future.get();
+}
 
 // Long enough for the kernel's retry of a failed read, short enough that a read after the back
 // end came back is not refused for long.
@@ -63,31 +70,45 @@ void DataReader::noteFailure(const cache::ChunkKey& key, const Status& status) c
 
 Result<Bytes> DataReader::read(Ino ino, const std::vector<Extent>& extents, std::uint64_t size,
                                std::uint64_t offset, std::uint64_t length) const {
-  if (offset >= size) return Bytes();
+  return backends::waitFor<Bytes>(
+      [&](auto done) { read(ino, extents, size, offset, length, std::move(done)); });
+}
+
+void DataReader::read(Ino ino, const std::vector<Extent>& extents, std::uint64_t size,
+                      std::uint64_t offset, std::uint64_t length,
+                      cache::Callback<Bytes> done) const {
+  if (offset >= size) return done(Bytes());
   length = std::min(length, size - offset);
   std::vector<PieceRange> pieces = map_.resolve(extents, offset, length);
-  if (pieces.size() == 1 && pieces[0].length == length) return readPiece(ino, pieces[0]);
-  std::string out(length, '\0');
-  TIERFS_RETURN_IF_ERROR(gatherInto(ino, extents, offset, out, true));
-  return Bytes(std::move(out));
-}
-
-Result<Bytes> DataReader::readPiece(Ino ino, const PieceRange& p) const {
-  cache::ChunkKey key{ino, p.id.version, p.id.piece};
-  if (auto failed = recentFailure(key)) return failure(*failed);
-  auto chunk = fetch(key);
-  if (!chunk) {
-    noteFailure(key, chunk.error());
-    return failure(chunk.error().withContext("reading " + key.objectName()));
+  if (pieces.size() == 1 && pieces[0].length == length) {
+    return readPiece(ino, pieces[0], true, true, std::move(done));
   }
-  TIERFS_RETURN_IF_ERROR(checkLength(key, *chunk, p));
-  if (advisor_) noteAccess(ino, key, chunk->size());
-  return chunk->slice(p.pieceOffset, p.length);
+  auto out = std::make_shared<std::string>(length, '\0');
+  gatherInto(ino, extents, offset, *out, true, [out, done = std::move(done)](Status s) {
+    if (!s.isOk()) return done(failure(std::move(s)));
+    done(Bytes(std::move(*out)));
+  });
 }
 
-Result<Bytes> DataReader::fetch(const cache::ChunkKey& key) const {
-  if (!backendDown_ || cache_.holds(key) || !backendDown_()) return cache_.readWaiting(key);
-  return fetchBounded(key);
+// The piece's bytes of its chunk. `here`: a reader's single piece, whose cache work may run on
+// the caller's thread (ChunkCache::readHere).
+void DataReader::readPiece(Ino ino, const PieceRange& p, bool demand, bool here,
+                           cache::Callback<Bytes> done) const {
+  cache::ChunkKey key{ino, p.id.version, p.id.piece};
+  if (auto failed = recentFailure(key)) return done(failure(*failed));
+  auto answer = [this, ino, key, p, demand, done = std::move(done)](Result<Bytes> chunk) {
+    if (!chunk) {
+      noteFailure(key, chunk.error());
+      return done(failure(chunk.error().withContext("reading " + key.objectName())));
+    }
+    if (Status s = checkLength(key, *chunk, p); !s.isOk()) return done(failure(std::move(s)));
+    if (demand && advisor_) noteAccess(ino, key, chunk->size());
+    done(chunk->slice(p.pieceOffset, p.length));
+  };
+  if (here && backendDown_ && !cache_.holds(key) && backendDown_()) {
+    return answer(fetchBounded(key));
+  }
+  here ? cache_.readHere(key, std::move(answer)) : cache_.read(key, std::move(answer));
 }
 
 Result<Bytes> DataReader::fetchBounded(const cache::ChunkKey& key) const {
@@ -130,37 +151,25 @@ Status DataReader::checkLength(const cache::ChunkKey& key, const Bytes& chunk,
 
 Status DataReader::readInto(Ino ino, const std::vector<Extent>& extents, std::uint64_t offset,
                             std::string& out) const {
-  return gatherInto(ino, extents, offset, out, false);
+  return waitForStatus([&](auto done) { gatherInto(ino, extents, offset, out, false, done); });
 }
 
-Status DataReader::gatherInto(Ino ino, const std::vector<Extent>& extents, std::uint64_t offset,
-                              std::string& out, bool demand) const {
+// Reads the pieces of `out` in parallel; `done` runs once the last has been copied in.
+void DataReader::gatherInto(Ino ino, const std::vector<Extent>& extents, std::uint64_t offset,
+                            std::string& out, bool demand, std::function<void(Status)> done) const {
   std::vector<PieceRange> pieces = map_.resolve(extents, offset, out.size());
-  if (pieces.empty()) return Status::ok();
-  // The cache answers every read exactly once (the store's deadline bounds it), so wait()
-  // returns only after the last callback has written into `out`.
+  if (pieces.empty()) return done(Status::ok());
   auto gather = std::make_shared<Gather>();
   gather->pending = pieces.size();
+  gather->done = std::move(done);
   char* base = out.data();
-  const bool note = demand && advisor_;
   for (const PieceRange& p : pieces) {
-    cache::ChunkKey key{ino, p.id.version, p.id.piece};
-    if (auto failed = recentFailure(key)) {
-      gather->finish(*failed);
-      continue;
-    }
-    cache_.read(key, [this, note, ino, gather, p, key, base, offset](Result<Bytes> chunk) {
-      if (!chunk) {
-        noteFailure(key, chunk.error());
-        return gather->finish(chunk.error().withContext("reading " + key.objectName()));
-      }
-      if (Status s = checkLength(key, *chunk, p); !s.isOk()) return gather->finish(s);
-      if (note) noteAccess(ino, key, chunk->size());
-      std::copy_n(chunk->data() + p.pieceOffset, p.length, base + (p.fileOffset - offset));
+    readPiece(ino, p, demand, false, [gather, p, base, offset](Result<Bytes> piece) {
+      if (!piece) return gather->finish(piece.error());
+      std::copy_n(piece->data(), p.length, base + (p.fileOffset - offset));
       gather->finish(Status::ok());
     });
   }
-  return gather->wait();
 }
 
 std::size_t DataReader::prefetch(Ino ino, const std::vector<Extent>& extents, std::uint64_t offset,

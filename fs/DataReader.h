@@ -26,6 +26,11 @@ class DataReader {
   // A range within one piece (the common case) shares the cached chunk's bytes: no copy.
   Result<Bytes> read(Ino ino, const std::vector<Extent>& extents, std::uint64_t size,
                      std::uint64_t offset, std::uint64_t length) const;
+  // The same, answered through `done` exactly once: at once for what is cached, else from the
+  // thread the last fetch completes on (a FUSE reply sent from there saves a reader thread's
+  // wait and wake-up). `done` must not block.
+  void read(Ino ino, const std::vector<Extent>& extents, std::uint64_t size, std::uint64_t offset,
+            std::uint64_t length, cache::Callback<Bytes> done) const;
 
   // Fills the parts of `out` (the file bytes from `offset`) that `extents` cover; the rest of
   // `out` is left as it is.
@@ -60,11 +65,11 @@ class DataReader {
   }
 
  private:
-  Status gatherInto(Ino ino, const std::vector<Extent>& extents, std::uint64_t offset,
-                    std::string& out, bool demand) const;
+  void gatherInto(Ino ino, const std::vector<Extent>& extents, std::uint64_t offset,
+                  std::string& out, bool demand, std::function<void(Status)> done) const;
   void noteAccess(Ino ino, const cache::ChunkKey& key, std::uint64_t rawBytes) const;
-  Result<Bytes> readPiece(Ino ino, const PieceRange& piece) const;
-  Result<Bytes> fetch(const cache::ChunkKey& key) const;
+  void readPiece(Ino ino, const PieceRange& piece, bool demand, bool here,
+                 cache::Callback<Bytes> done) const;
   Result<Bytes> fetchBounded(const cache::ChunkKey& key) const;
   static Status checkLength(const cache::ChunkKey& key, const Bytes& chunk,
                             const PieceRange& piece);

@@ -171,6 +171,12 @@ class Filesystem {
   Result<Bytes> read(OpenFile& file, std::uint64_t offset, std::uint64_t length);
   // A read without an open file (a read-only mount answers OPEN with ENOSYS).
   Result<Bytes> readInode(Ino ino, std::uint64_t offset, std::uint64_t size);
+  // The same two answered through `done`, exactly once: at once when the bytes are at hand,
+  // else from the thread a chunk fetch completes on, so that the FUSE thread need not wait for
+  // it. `done` must not block.
+  void read(OpenFile& file, std::uint64_t offset, std::uint64_t length,
+            backends::Callback<Bytes> done);
+  void readInode(Ino ino, std::uint64_t offset, std::uint64_t size, backends::Callback<Bytes> done);
   Result<std::size_t> write(OpenFile& file, std::uint64_t offset, std::string_view data);
   Status flush(OpenFile& file);  // commits (close-to-open)
   Status fsync(OpenFile& file);  // commits; durable in the store when it returns

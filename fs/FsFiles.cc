@@ -108,6 +108,16 @@ Result<std::unique_ptr<OpenFile>> Filesystem::open(Ino ino, int flags, bool* kee
 }
 
 Result<Bytes> Filesystem::read(OpenFile& file, std::uint64_t offset, std::uint64_t length) {
+  return backends::waitFor<Bytes>([&](auto done) { read(file, offset, length, std::move(done)); });
+}
+
+Result<Bytes> Filesystem::readInode(Ino ino, std::uint64_t offset, std::uint64_t size) {
+  return backends::waitFor<Bytes>(
+      [&](auto done) { readInode(ino, offset, size, std::move(done)); });
+}
+
+void Filesystem::read(OpenFile& file, std::uint64_t offset, std::uint64_t length,
+                      backends::Callback<Bytes> done) {
   Node& n = *file.node;
   std::shared_ptr<FileWriter> writer;
   // Copies: another thread reading this handle may adopt a newer snapshot meanwhile.
@@ -126,24 +136,27 @@ Result<Bytes> Filesystem::read(OpenFile& file, std::uint64_t offset, std::uint64
     }
   }
   if (writer) {
-    TIERFS_ASSIGN_OR_RETURN(std::string local, writer->read(offset, length));
-    return Bytes(std::move(local));
+    Result<std::string> local = writer->read(offset, length);
+    return done(local ? Result<Bytes>(Bytes(std::move(*local))) : failure(local.error()));
   }
   readAhead_.onRead(file.readAhead, n.ino, extents, size, offset, length);
-  return reader_.read(n.ino, extents, size, offset, length);
+  reader_.read(n.ino, extents, size, offset, length, std::move(done));
 }
 
-Result<Bytes> Filesystem::readInode(Ino ino, std::uint64_t offset, std::uint64_t size) {
-  TIERFS_ASSIGN_OR_RETURN(auto n, node(ino));
+void Filesystem::readInode(Ino ino, std::uint64_t offset, std::uint64_t size,
+                           backends::Callback<Bytes> done) {
+  auto found = node(ino);
+  if (!found) return done(failure(found.error()));
+  Node& n = **found;
   Inode inode;
   {
-    std::lock_guard lock(n->mu);
-    inode = n->dentry.inode;
+    std::lock_guard lock(n.mu);
+    inode = n.dentry.inode;
   }
-  if (!inode.isFile()) return failure(Status::posix(EISDIR, "read of a directory"));
-  if (offset == 0) noteAccess(*n);
-  readAhead_.onRead(n->readAhead, ino, inode.extents, inode.size, offset, size);
-  return reader_.read(ino, inode.extents, inode.size, offset, size);
+  if (!inode.isFile()) return done(failure(Status::posix(EISDIR, "read of a directory")));
+  if (offset == 0) noteAccess(n);
+  readAhead_.onRead(n.readAhead, ino, inode.extents, inode.size, offset, size);
+  reader_.read(ino, inode.extents, inode.size, offset, size, std::move(done));
 }
 
 Result<std::size_t> Filesystem::write(OpenFile& file, std::uint64_t offset, std::string_view data) {

@@ -1,5 +1,7 @@
 // FUSE handlers for file contents: open, create, read, write, flush, release, fsync, ioctl.
+#include <atomic>
 #include <cerrno>
+#include <memory>
 
 #include "fs/fuse/FuseOps.h"
 
@@ -47,16 +49,31 @@ void create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fu
   });
 }
 
+// The reply goes out from the thread that has the bytes: this one when they are cached, else
+// the one a chunk fetch completes on, while this thread goes back to the kernel for more
+// requests (no wait and wake-up of a FUSE thread a fetch).
 void read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
-  guarded(req, FuseOp::kRead, [&] {
-    Context& ctx = context(req);
-    OpenFile* file = fileOf(fi);
-    auto r = file ? ctx.fs.read(*file, off, size) : ctx.fs.readInode(ino, off, size);
-    if (!r) return replyError(req, r.error(), "read");
+  Context& ctx = context(req);
+  const Clock::time_point start = ctx.metrics ? Clock::now() : Clock::time_point{};
+  auto replied = std::make_shared<std::atomic<bool>>(false);
+  ctx.lateReplies.begin();
+  auto reply = [req, &ctx, start, replied](Result<Bytes> r) {
+    if (replied->exchange(true)) return;
+    const StatusCode code = r ? StatusCode::kOk : r.error().code();
     // From a buffer, not a splice: decompressed chunks are in memory anyway, and this kernel
     // refuses pipes over 1 MiB.
-    fuse_reply_buf(req, r->data(), r->size());
-  });
+    r ? (void)fuse_reply_buf(req, r->data(), r->size()) : replyError(req, r.error(), "read");
+    if (ctx.metrics) ctx.metrics->record(FuseOp::kRead, Clock::now() - start, code);
+    ctx.lateReplies.end();
+  };
+  try {
+    OpenFile* file = fileOf(fi);
+    file ? ctx.fs.read(*file, off, size, reply) : ctx.fs.readInode(ino, off, size, reply);
+  } catch (const std::exception& e) {  // before or after the answer: at most one reply goes
+    reply(failure(Status::internal(std::string("unexpected exception: ") + e.what())));
+  } catch (...) {
+    reply(failure(Status::internal("unexpected exception")));
+  }
 }
 
 // On a read-only mount the kernel opens files without us (no_open): requests then carry no

@@ -3,6 +3,7 @@
 #define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>
 
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <unordered_set>
@@ -43,12 +44,36 @@ class OpenHandles {
   std::unordered_set<OpenFile*> files_;
 };
 
+// Requests answered from other threads (a read whose chunk is being fetched): the server waits
+// for the last of them before the session goes.
+class LateReplies {
+ public:
+  void begin() {
+    std::lock_guard lock(mu_);
+    ++pending_;
+  }
+  void end() {
+    std::lock_guard lock(mu_);
+    if (--pending_ == 0) idle_.notify_all();
+  }
+  void waitForAll() {
+    std::unique_lock lock(mu_);
+    idle_.wait(lock, [this] { return pending_ == 0; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable idle_;
+  std::size_t pending_ = 0;
+};
+
 struct Context {
   Context(Filesystem& f, const MountOptions& o, FuseMetrics* m) : fs(f), options(o), metrics(m) {}
   Filesystem& fs;
   const MountOptions& options;
   FuseMetrics* metrics = nullptr;
   OpenHandles handles;
+  LateReplies lateReplies;
 };
 
 inline Context& context(fuse_req_t req) { return *static_cast<Context*>(fuse_req_userdata(req)); }

@@ -199,6 +199,7 @@ Status FuseServer::serve(const ServeHooks& hooks) {
   fuse_loop_cfg_destroy(cfg);
   fuse_remove_signal_handlers(session_);
   if (hooks.stopping) hooks.stopping(fuse::loopEndReason(rc));
+  context_->lateReplies.waitForAll();  // reads answer within the store's deadline
   // Files still open when the loop ended (a signal) get no RELEASE: close them here, as their
   // processes' close() would have.
   for (auto& file : context_->handles.takeAll()) {

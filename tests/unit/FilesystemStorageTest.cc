@@ -2,6 +2,11 @@
 // errors reach the caller as errors, never as wrong bytes or lost commits.
 #include <fcntl.h>
 
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <optional>
+
 #include "tests/unit/FilesystemFixture.h"
 
 namespace tierfs::testing {
@@ -299,6 +304,64 @@ TEST_F(FilesystemTest, FailedOrDamagedChunkReadsAreErrorsNeverWrongBytes) {
     EXPECT_TRUE(*retried == data.substr(kChunk - 10, 20));
     ASSERT_OK(other->fs->release(std::move(*file)));
   }
+}
+
+// The FUSE adapter replies to a read from whichever thread has its bytes: a read whose chunks
+// must be fetched returns to its caller at once and answers, once, when they arrive; a read of a
+// cached chunk answers before it returns.
+TEST_F(FilesystemTest, AReadWaitingForItsChunksFreesTheCallerAndAnswersOnce) {
+  const std::string data = randomBytes(3 * kChunk, 31);
+  ASSERT_OK(writeFile(fsA(), kRootIno, "f", data));
+  auto other = startNode({});  // a cold cache: reads reach the store
+  auto found = other->fs->lookup(kRootIno, "f");
+  ASSERT_OK(found);
+  faulty_->addRule(
+      FaultRule{.op = FaultOp::kRead, .oidPrefix = "c.", .action = FaultAction::kHang});
+  struct Answers {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::map<std::uint64_t, std::string> bytesByOffset;
+    int calls = 0;
+    bool onCallersThread = false;
+  };
+  auto answers = std::make_shared<Answers>();
+  const auto caller = std::this_thread::get_id();
+  auto answerFor = [answers, caller](std::uint64_t offset) {
+    return [answers, caller, offset](Result<Bytes> r) {
+      std::lock_guard lock(answers->mu);
+      ++answers->calls;
+      answers->onCallersThread |= std::this_thread::get_id() == caller;
+      answers->bytesByOffset[offset] = r ? std::string(r->view()) : "error";
+      answers->cv.notify_all();
+    };
+  };
+  other->fs->readInode(found->ino, 10, 100, answerFor(10));                   // one piece
+  other->fs->readInode(found->ino, kChunk - 10, 20, answerFor(kChunk - 10));  // two chunks
+  {
+    std::lock_guard lock(answers->mu);
+    EXPECT_EQ(answers->calls, 0);  // both fetches are held: the calls returned without answers
+  }
+  for (int i = 0; i < 1000 && faulty_->hungCalls() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  faulty_->clearRules();
+  faulty_->releaseHung();
+  {
+    std::unique_lock lock(answers->mu);
+    ASSERT_TRUE(
+        answers->cv.wait_for(lock, std::chrono::seconds(10), [&] { return answers->calls >= 2; }));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a second answer would come now
+  std::lock_guard lock(answers->mu);
+  EXPECT_EQ(answers->calls, 2);
+  EXPECT_FALSE(answers->onCallersThread);
+  EXPECT_EQ(answers->bytesByOffset[10], data.substr(10, 100));
+  EXPECT_EQ(answers->bytesByOffset[kChunk - 10], data.substr(kChunk - 10, 20));
+
+  std::optional<std::string> cached;
+  other->fs->readInode(found->ino, 20, 30,
+                       [&](Result<Bytes> r) { cached = r ? std::string(r->view()) : "error"; });
+  EXPECT_EQ(cached, data.substr(20, 30));
 }
 
 }  // namespace
