@@ -277,7 +277,13 @@ class Filesystem {
   Status renameAcross(Ino parent, const std::string& name, const std::string& source, Ino newParent,
                       const std::string& newName, const Swap& swap, const Timestamp& at);
   void afterRemoval(const Dentry& gone);
-  void afterRename(const Dentry& moved, Ino newParent, const std::string& newName);
+  std::optional<Dentry> knownFile(Ino parent, std::string_view name);
+  struct RenameEnds {
+    Dentry src;
+    std::optional<Dentry> dst;  // none: the target name is absent
+  };
+  Status renameFrom(Ino parent, std::string_view name, Ino newParent, std::string_view newName,
+                    unsigned flags, const RenameEnds& ends);
   Status commitNode(Node& node);
   // Commits the node's pending writes with `also` applied to the same dentry update; false
   // (nothing done) when there is nothing to commit.

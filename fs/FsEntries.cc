@@ -175,8 +175,17 @@ Result<std::string> Filesystem::readlink(Ino ino) {
 
 Status Filesystem::unlink(Ino parent, std::string_view name) {
   TIERFS_RETURN_IF_ERROR(checkWritable());
+  TIERFS_RETURN_IF_ERROR(checkName(name));
+  // The kernel looked the name up before it asked: the first try removes the dentry this node
+  // knows, and the guard sends it back to the store when another node changed the name since.
+  std::optional<Dentry> known = knownFile(parent, name);
   for (int attempt = 0; attempt < kMaxEntryRetries; ++attempt) {
-    TIERFS_ASSIGN_OR_RETURN(Dentry d, childDentry(parent, name));
+    Dentry d;
+    if (attempt == 0 && known) {
+      d = std::move(*known);
+    } else {
+      TIERFS_ASSIGN_OR_RETURN(d, childDentry(parent, name));
+    }
     if (d.inode.isDir()) return Status::posix(EISDIR, std::string(name));
     const Timestamp now = Timestamp::now();
     Status s = volume_.updateDir(dirObject(parent), {{std::string(name), d.encoded, ""}}, now);
@@ -187,6 +196,14 @@ Status Filesystem::unlink(Ino parent, std::string_view name) {
     return Status::ok();
   }
   return Status::posix(EBUSY, fmt::format("'{}' keeps changing", name));
+}
+
+// What this node knows at (parent, name) when that is a file or a symlink: directories are read
+// from the store, where their times live.
+std::optional<Dentry> Filesystem::knownFile(Ino parent, std::string_view name) {
+  auto known = nodes_.knownDentry(parent, std::string(name));
+  if (!known || known->inode.isDir()) return std::nullopt;
+  return known;
 }
 
 Status Filesystem::rmdir(Ino parent, std::string_view name) {
@@ -225,10 +242,34 @@ Status Filesystem::rename(Ino parent, std::string_view name, Ino newParent,
   if (flags & ~unsigned{RENAME_NOREPLACE}) {
     return Status::posix(EINVAL, "only RENAME_NOREPLACE is supported");
   }
+  TIERFS_RETURN_IF_ERROR(checkName(name));
   TIERFS_RETURN_IF_ERROR(checkName(newName));
+  // First with what this node knows of both names (a target it knows nothing of taken to be
+  // absent). Only a success is final: a guess the guards refuse, or an error that came from the
+  // guess (EEXIST for a target removed elsewhere), is tried again with both names read below.
+  if (auto src = knownFile(parent, name)) {
+    auto dst = knownFile(newParent, newName);
+    const bool sameFile = dst && dst->inode.ino == src->inode.ino;
+    if (!sameFile && (dst || !nodes_.knownDentry(newParent, std::string(newName)))) {
+      Status s = renameFrom(parent, name, newParent, newName, flags, {*src, dst});
+      if (s.isOk()) return s;
+    }
+  }
   TIERFS_ASSIGN_OR_RETURN(Dentry src, childDentry(parent, name));
   auto dst = childDentry(newParent, newName);
   if (!dst && dst.error().toErrno() != ENOENT) return dst.error();
+  std::optional<Dentry> target;
+  if (dst) target = std::move(*dst);
+  Status s = renameFrom(parent, name, newParent, newName, flags, {src, target});
+  return s.code() == StatusCode::kPreconditionFailed ? Status::posix(EBUSY, "rename raced") : s;
+}
+
+// The rename of `names.src` over `names.dst` (none: the target is absent) in guarded updates:
+// kPreconditionFailed when either name is not what the caller thought.
+Status Filesystem::renameFrom(Ino parent, std::string_view name, Ino newParent,
+                              std::string_view newName, unsigned flags, const RenameEnds& ends) {
+  const Dentry& src = ends.src;
+  const std::optional<Dentry>& dst = ends.dst;
   std::string replaced;
   if (dst) {
     if (flags & RENAME_NOREPLACE) return Status::posix(EEXIST, std::string(newName));
@@ -254,7 +295,7 @@ Status Filesystem::rename(Ino parent, std::string_view name, Ino newParent,
   }
   if (!s.isOk()) {
     if (dst && dst->inode.isDir()) (void)volume_.unsealDir(dst->inode.ino);
-    return s.code() == StatusCode::kPreconditionFailed ? Status::posix(EBUSY, "rename raced") : s;
+    return s;
   }
   entriesChanged(parent, now);
   entriesChanged(newParent, now);
@@ -262,7 +303,7 @@ Status Filesystem::rename(Ino parent, std::string_view name, Ino newParent,
     afterRemoval(*dst);
     if (dst->inode.isDir()) (void)volume_.dropDirObject(dst->inode.ino);
   }
-  afterRename(moved, newParent, std::string(newName));
+  nodes_.moved(moved.inode.ino, newParent, std::string(newName), moved);
   return Status::ok();
 }
 
@@ -286,15 +327,6 @@ Status Filesystem::renameAcross(Ino parent, const std::string& name, const std::
   }
   Status cleared = volume_.clearIntent(key);
   return s.isOk() ? cleared : s;
-}
-
-void Filesystem::afterRename(const Dentry& moved, Ino newParent, const std::string& newName) {
-  auto n = nodes_.find(moved.inode.ino);
-  if (!n) return;
-  std::lock_guard lock(n->mu);
-  n->parent = newParent;
-  n->name = newName;
-  n->dentry = moved;
 }
 
 }  // namespace tierfs::fs

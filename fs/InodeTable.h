@@ -1,10 +1,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "common/Deadline.h"
@@ -50,8 +53,14 @@ class InodeTable {
   std::shared_ptr<Node> remember(Ino parent, const std::string& name, const Dentry& dentry,
                                  bool countLookup, Clock::time_point fetchedAt = Clock::now());
   // The node known at (parent, name), not unlinked, with one more kernel lookup counted; null
-  // when there is none. Scans the table: for when the store cannot be asked (a stale hold).
+  // when there is none. For when the store cannot be asked (a stale hold).
   std::shared_ptr<Node> lookupKnown(Ino parent, const std::string& name);
+  // The dentry this node last read or wrote at (parent, name), if it holds a node there that is
+  // not unlinked. Another node may have changed the name since: use it as the expected value of
+  // a guarded update, never as the truth.
+  std::optional<Dentry> knownDentry(Ino parent, const std::string& name) const;
+  // The node `ino` now lives at (parent, name) with `dentry` (a rename made here).
+  void moved(Ino ino, Ino parent, const std::string& name, const Dentry& dentry);
   // Drops `n` kernel references; forgets the node when none are left and nothing is open.
   void forget(Ino ino, std::uint64_t n);
   // Forgets the node if the kernel holds no references and no file is open.
@@ -61,8 +70,16 @@ class InodeTable {
   std::vector<std::shared_ptr<Node>> withWriters() const;
 
  private:
-  mutable std::mutex mu_;  // guards nodes_; taken before (never after) a Node::mu
+  using Name = std::pair<Ino, std::string>;  // (parent, name)
+  std::shared_ptr<Node> atLocked(const Name& where) const;
+  void placeLocked(Node& node, Ino parent, const std::string& name);
+  void eraseLocked(std::unordered_map<Ino, std::shared_ptr<Node>>::iterator it);
+
+  mutable std::mutex mu_;  // guards nodes_ and names_; taken before (never after) a Node::mu
   std::unordered_map<Ino, std::shared_ptr<Node>> nodes_;
+  // Where each node is, by name: the last node remembered or moved there. (A node whose name was
+  // taken by another keeps its own parent and name, but no longer this entry.)
+  std::map<Name, Ino> names_;
 };
 
 }  // namespace tierfs::fs

@@ -73,6 +73,94 @@ TEST_F(FilesystemTest, UnlinkRemovesTheName) {
   EXPECT_EQ(*data, "new");
 }
 
+// unlink and rename of names this node knows (the kernel looks a name up before either) send
+// only their guarded updates: no read of the dentries first.
+TEST_F(FilesystemTest, UnlinkAndRenameOfKnownNamesReadNothing) {
+  auto node = startNode({.attrTimeout = std::chrono::seconds(60)});
+  ASSERT_NE(node, nullptr);
+  fs::Filesystem& f = *node->fs;
+  auto dir = f.mkdir(kRootIno, "d", 0755, {});
+  ASSERT_OK(dir);
+  auto a = writeFile(f, dir->ino, "a", "content of a");
+  auto b = writeFile(f, dir->ino, "b", "content of b");
+  ASSERT_OK(a);
+  ASSERT_OK(b);
+  const std::vector<std::pair<std::string, std::function<Status()>>> changes = {
+      {"rename to a new name", [&] { return f.rename(dir->ino, "a", dir->ino, "c", 0); }},
+      {"rename over a file", [&] { return f.rename(dir->ino, "c", dir->ino, "b", 0); }},
+      {"rename across", [&] { return f.rename(dir->ino, "b", kRootIno, "e", 0); }},
+      {"unlink", [&] { return f.unlink(kRootIno, "e"); }},
+  };
+  for (const auto& [what, change] : changes) {
+    store_->reset();
+    ASSERT_OK(change()) << what;
+    EXPECT_EQ(store_->counts().omapGets, 0u) << what;
+    EXPECT_EQ(store_->counts().omapLists, 0u) << what;
+  }
+  auto other = startNode({});
+  ASSERT_NE(other, nullptr);
+  ASSERT_OK(other->fs->lookup(kRootIno, "d"));
+  for (const auto& [parent, name] : std::vector<std::pair<Ino, std::string>>{
+           {dir->ino, "a"}, {dir->ino, "b"}, {dir->ino, "c"}, {kRootIno, "e"}}) {
+    EXPECT_EQ(errnoOf(other->fs->lookup(parent, name)), ENOENT) << name;
+  }
+  ASSERT_OK(f.flushAll());  // runs the removals of the replaced and the unlinked file's chunks
+  EXPECT_EQ(chunksSettleTo(*a, {}), std::set<cache::ChunkKey>{});
+  EXPECT_EQ(chunksSettleTo(*b, {}), std::set<cache::ChunkKey>{});
+}
+
+// What this node knows of a name may be stale: another node rewrote, removed or created it. The
+// guards catch every such guess, and the names are read again: the outcome is the one the store
+// holds, never the one this node remembered.
+TEST_F(FilesystemTest, UnlinkAndRenameOfNamesChangedElsewhereReadThemAgain) {
+  auto node = startNode({.attrTimeout = std::chrono::seconds(60)});
+  auto other = startNode({.attrTimeout = Duration::zero()});
+  ASSERT_NE(node, nullptr);
+  ASSERT_NE(other, nullptr);
+  fs::Filesystem& f = *node->fs;
+  fs::Filesystem& g = *other->fs;
+  for (const char* name : {"rewritten", "removed", "gone", "s1", "s2", "s3"}) {
+    ASSERT_OK(writeFile(f, kRootIno, name, std::string("old ") + name));
+  }
+
+  // Rewritten elsewhere, then unlinked here: the new content's dentry is the one removed.
+  auto rewritten = writeFile(g, kRootIno, "rewritten", "new content");
+  ASSERT_OK(rewritten);
+  ASSERT_OK(f.unlink(kRootIno, "rewritten"));
+  EXPECT_EQ(errnoOf(g.lookup(kRootIno, "rewritten")), ENOENT);
+  ASSERT_OK(g.flushAll());  // the rewrite's removal of the old chunks
+  ASSERT_OK(f.flushAll());  // the unlink's removal of the new ones
+  EXPECT_EQ(chunksSettleTo(*rewritten, {}), std::set<cache::ChunkKey>{});
+
+  // Removed elsewhere: unlink and rename here find it gone.
+  ASSERT_OK(g.unlink(kRootIno, "removed"));
+  EXPECT_EQ(errnoOf(f.unlink(kRootIno, "removed")), ENOENT);
+  ASSERT_OK(g.unlink(kRootIno, "gone"));
+  EXPECT_EQ(errnoOf(f.rename(kRootIno, "gone", kRootIno, "elsewhere", 0)), ENOENT);
+  EXPECT_EQ(errnoOf(g.lookup(kRootIno, "elsewhere")), ENOENT);
+
+  // A target this node does not know, created elsewhere: RENAME_NOREPLACE refuses it, a plain
+  // rename replaces it.
+  ASSERT_OK(writeFile(g, kRootIno, "t", "made elsewhere"));
+  EXPECT_EQ(errnoOf(f.rename(kRootIno, "s1", kRootIno, "t", RENAME_NOREPLACE)), EEXIST);
+  ASSERT_OK(f.rename(kRootIno, "s1", kRootIno, "t", 0));
+  auto t = g.lookup(kRootIno, "t");
+  ASSERT_OK(t);
+  auto data = readFile(g, t->ino);
+  ASSERT_OK(data);
+  EXPECT_EQ(*data, "old s1");
+
+  // A target this node knows, removed elsewhere: RENAME_NOREPLACE goes through.
+  ASSERT_OK(g.unlink(kRootIno, "s3"));
+  ASSERT_OK(f.rename(kRootIno, "s2", kRootIno, "s3", RENAME_NOREPLACE));
+  auto s3 = g.lookup(kRootIno, "s3");
+  ASSERT_OK(s3);
+  data = readFile(g, s3->ino);
+  ASSERT_OK(data);
+  EXPECT_EQ(*data, "old s2");
+  EXPECT_EQ(errnoOf(g.lookup(kRootIno, "s2")), ENOENT);
+}
+
 // After this node adds, renames or removes an entry, the directory's times are the ones it wrote:
 // the getattr the kernel sends for the directory after each change reads nothing from the store
 // (a cp or tar into a directory paid two reads a file for it), and another node reads the same
