@@ -2,19 +2,26 @@
 
 #include <future>
 #include <memory>
+#include <utility>
 
 #include "backends/ObjectStore.h"
 
 namespace tierfs::backends {
 
-// Runs an asynchronous store call and waits for its answer. `start` receives the callback to pass
-// on. Never call from a store callback (it would wait on itself).
+// Runs an asynchronous call and waits for its answer, an `Answer` (a Result or a Status). `start`
+// receives the callback to pass on. Never call from that call's callback (it would wait on itself).
+template <typename Answer, typename Start>
+Answer waitForAnswer(Start&& start) {
+  auto promise = std::make_shared<std::promise<Answer>>();
+  auto future = promise->get_future();
+  start([promise](Answer a) { promise->set_value(std::move(a)); });
+  return future.get();
+}
+
+// The same for a store call answering Result<T>.
 template <typename T, typename Start>
 Result<T> waitFor(Start&& start) {
-  auto promise = std::make_shared<std::promise<Result<T>>>();
-  auto future = promise->get_future();
-  start([promise](Result<T> r) { promise->set_value(std::move(r)); });
-  return future.get();
+  return waitForAnswer<Result<T>>(std::forward<Start>(start));
 }
 
 // Blocking view of an ObjectStore, for tools, tests and start-up code. Same semantics and

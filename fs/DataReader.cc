@@ -4,7 +4,6 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -31,13 +30,6 @@ struct Gather {
     done(std::move(status));  // the last piece's answer: nobody else touches it now
   }
 };
-
-Status waitForStatus(const std::function<void(std::function<void(Status)>)>& start) {
-  auto promise = std::make_shared<std::promise<Status>>();
-  auto future = promise->get_future();
-  start([promise](Status s) { promise->set_value(std::move(s)); });
-  return future.get();
-}
 
 // Long enough for the kernel's retry of a failed read, short enough that a read after the back
 // end came back is not refused for long.
@@ -151,7 +143,8 @@ Status DataReader::checkLength(const cache::ChunkKey& key, const Bytes& chunk,
 
 Status DataReader::readInto(Ino ino, const std::vector<Extent>& extents, std::uint64_t offset,
                             std::string& out) const {
-  return waitForStatus([&](auto done) { gatherInto(ino, extents, offset, out, false, done); });
+  return backends::waitForAnswer<Status>(
+      [&](auto done) { gatherInto(ino, extents, offset, out, false, done); });
 }
 
 // Reads the pieces of `out` in parallel; `done` runs once the last has been copied in.
