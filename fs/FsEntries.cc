@@ -264,7 +264,7 @@ Status Filesystem::rename(Ino parent, std::string_view name, Ino newParent,
   return s.code() == StatusCode::kPreconditionFailed ? Status::posix(EBUSY, "rename raced") : s;
 }
 
-// The rename of `names.src` over `names.dst` (none: the target is absent) in guarded updates:
+// The rename of `ends.src` over `ends.dst` (none: the target is absent) in guarded updates:
 // kPreconditionFailed when either name is not what the caller thought.
 Status Filesystem::renameFrom(Ino parent, std::string_view name, Ino newParent,
                               std::string_view newName, unsigned flags, const RenameEnds& ends) {
