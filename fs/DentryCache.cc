@@ -1,5 +1,7 @@
 #include "fs/DentryCache.h"
 
+#include <algorithm>
+
 namespace tierfs::fs {
 namespace {
 
@@ -12,13 +14,35 @@ std::optional<DentryCache::Hit> DentryCache::find(Ino dir, const std::string& na
   auto it = listings_.find(dir);
   if (it == listings_.end()) return std::nullopt;
   if (Clock::now() - it->second.fetchedAt >= ttl_) {
-    entries_ -= it->second.entries.size();
-    listings_.erase(it);
+    if (it->second.version == 0) {  // cannot be renewed
+      entries_ -= it->second.entries.size();
+      listings_.erase(it);
+    }
     return std::nullopt;
   }
   auto e = it->second.entries.find(name);
   if (e == it->second.entries.end()) return std::nullopt;
   return Hit{e->second, it->second.fetchedAt};
+}
+
+std::optional<std::uint64_t> DentryCache::expiredVersion(Ino dir) {
+  std::lock_guard lock(mu_);
+  auto it = listings_.find(dir);
+  if (it == listings_.end() || it->second.version == 0) return std::nullopt;
+  if (Clock::now() - it->second.fetchedAt < ttl_) return std::nullopt;
+  return it->second.version;
+}
+
+void DentryCache::renew(Ino dir, std::uint64_t version, Clock::time_point checkedAt) {
+  std::lock_guard lock(mu_);
+  auto it = listings_.find(dir);
+  if (it == listings_.end()) return;
+  if (it->second.version != version) {  // the directory changed: list it again
+    entries_ -= it->second.entries.size();
+    listings_.erase(it);
+    return;
+  }
+  it->second.fetchedAt = std::max(it->second.fetchedAt, checkedAt);
 }
 
 bool DentryCache::shouldList(Ino dir) {
@@ -37,7 +61,7 @@ bool DentryCache::shouldList(Ino dir) {
 }
 
 void DentryCache::store(Ino dir, std::optional<std::vector<std::pair<std::string, Dentry>>> entries,
-                        Clock::time_point fetchedAt) {
+                        Clock::time_point fetchedAt, std::uint64_t version) {
   std::lock_guard lock(mu_);
   const bool claimed = listing_.erase(dir) > 0;
   if (!entries) quietLocked(dir);    // too large, or failed: do not try again at once
@@ -47,6 +71,7 @@ void DentryCache::store(Ino dir, std::optional<std::vector<std::pair<std::string
   l.entries.clear();
   for (auto& [name, d] : *entries) l.entries.emplace(std::move(name), std::move(d));
   l.fetchedAt = fetchedAt;
+  l.version = version;
   entries_ += l.entries.size();
   order_.push_back(dir);
   evictLocked();

@@ -19,6 +19,8 @@ namespace tierfs::fs {
 // the lookups that follow for `ttl`, instead of one store round trip per file. It gives the same
 // consistency as the kernel's entry cache with the same timeout. Only positive answers come from
 // it; an absent name is always asked of the store (it may have just been created elsewhere).
+// A listing past its ttl is not read again whole while the directory object is at the version it
+// was listed at (every change of an entry changes it): one stat renews it.
 //
 // Thread-safe. Memory is bounded by `maxEntries` dentries over all listings (oldest dropped).
 class DentryCache {
@@ -34,16 +36,23 @@ class DentryCache {
   // Notes a lookup the cache could not answer. True when the caller should list the directory
   // now: a second miss within ttl, and no other thread is listing it.
   bool shouldList(Ino dir);
-  // Stores a complete listing made at `fetchedAt` (ends a shouldList() claim); `entries` of
-  // nullopt (the directory was too large, or the listing failed) just ends the claim.
+  // Stores a complete listing made at `fetchedAt` of the directory object at `version` (0:
+  // unknown, never renewed); ends a shouldList() claim. `entries` of nullopt (the directory was too
+  // large, or the listing failed) just ends the claim.
   void store(Ino dir, std::optional<std::vector<std::pair<std::string, Dentry>>> entries,
-             Clock::time_point fetchedAt);
+             Clock::time_point fetchedAt, std::uint64_t version = 0);
+  // The version of the directory's listing when it is past its ttl and could be renewed.
+  std::optional<std::uint64_t> expiredVersion(Ino dir);
+  // The directory object was still at `version` at `checkedAt`: its listing, if it is of that
+  // version, answers again for a ttl from then.
+  void renew(Ino dir, std::uint64_t version, Clock::time_point checkedAt);
   // The directory's entries changed here: its listing is no longer the truth.
   void invalidate(Ino dir);
 
  private:
   struct Listing {
     Clock::time_point fetchedAt;
+    std::uint64_t version = 0;
     std::unordered_map<std::string, Dentry> entries;
   };
   void evictLocked();

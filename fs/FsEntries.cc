@@ -41,8 +41,14 @@ Result<Inode> Filesystem::lookup(Ino parent, std::string_view name) {
   if (name.size() > kMaxNameLength) return failure(Status::posix(ENAMETOOLONG, "name too long"));
   const std::string key(name);
   if (auto hit = listedDentry(parent, key)) {
-    auto n = nodes_.remember(parent, key, hit->dentry, true, hit->fetchedAt);
-    return withLocalSize(*n);
+    // A directory's times live in its own object: read now, as a lookup from the store does.
+    Status times = withDirTimes(hit->dentry.inode);
+    if (times.isOk()) {
+      if (hit->dentry.inode.isDir()) hit->fetchedAt = Clock::now();
+      auto n = nodes_.remember(parent, key, hit->dentry, true, hit->fetchedAt);
+      return withLocalSize(*n);
+    }
+    TIERFS_RETURN_IF_ERROR(keepStaleOn(times));  // else on to what this node knows, below
   }
   // While the back end does not answer, a name this node knows keeps resolving to what it was.
   if (inStaleHold()) {
@@ -59,17 +65,25 @@ Result<Inode> Filesystem::lookup(Ino parent, std::string_view name) {
   return withLocalSize(*n);
 }
 
-// A file's dentry from a listing of its directory (DentryCache): listed whole on the second
-// lookup miss within attr_timeout. Directories are always read from the store, since their
-// times live in their own objects.
+// A dentry from a listing of its directory (DentryCache): listed whole on the second lookup miss
+// within attr_timeout, renewed after that by a stat while the directory object has not changed.
 std::optional<DentryCache::Hit> Filesystem::listedDentry(Ino parent, const std::string& name) {
   auto hit = dentries_.find(parent, name);
-  if (hit || inStaleHold() || !dentries_.shouldList(parent)) {
-    if (hit && hit->dentry.inode.isDir()) return std::nullopt;
-    return hit;
+  if (hit || inStaleHold()) return hit;
+  if (auto listed = dentries_.expiredVersion(parent)) {
+    const Clock::time_point checkedAt = Clock::now();
+    auto now = volume_.dirVersion(parent);
+    if (!now) {
+      (void)keepStaleOn(now.error());  // no second wait in childDentry's read
+      return std::nullopt;
+    }
+    dentries_.renew(parent, *now, checkedAt);
+    if (*now == *listed) return dentries_.find(parent, name);
   }
+  if (!dentries_.shouldList(parent)) return std::nullopt;
   const Clock::time_point fetchedAt = Clock::now();
   std::vector<std::pair<std::string, Dentry>> all;
+  std::optional<std::uint64_t> version;  // of every page, or 0 when they differ
   std::string after;
   DirCursor cursor{.dir = parent};
   for (;;) {
@@ -79,14 +93,13 @@ std::optional<DentryCache::Hit> Filesystem::listedDentry(Ino parent, const std::
       dentries_.store(parent, std::nullopt, fetchedAt);
       return std::nullopt;
     }
+    version = !version || *version == page->version ? page->version : 0;
     for (auto& e : page->entries) all.push_back(std::move(e));
     if (!page->more || all.empty()) break;
     after = all.back().first;
   }
-  dentries_.store(parent, std::move(all), fetchedAt);
-  hit = dentries_.find(parent, name);
-  if (hit && hit->dentry.inode.isDir()) return std::nullopt;
-  return hit;
+  dentries_.store(parent, std::move(all), fetchedAt, version.value_or(0));
+  return dentries_.find(parent, name);
 }
 
 void Filesystem::forget(Ino ino, std::uint64_t n) { nodes_.forget(ino, n); }

@@ -161,6 +161,75 @@ TEST_F(FilesystemTest, UnlinkAndRenameOfNamesChangedElsewhereReadThemAgain) {
   EXPECT_EQ(errnoOf(g.lookup(kRootIno, "s2")), ENOENT);
 }
 
+// A burst of lookups in a directory lists it whole (DentryCache); its subdirectories are then found
+// in that listing too, and only their times, which live in their own objects, are read. They are
+// the store's: a change made in a subdirectory after the listing shows in its times.
+TEST_F(FilesystemTest, ASubdirectoryIsFoundInItsParentsListingWithFreshTimes) {
+  auto p = fsA().mkdir(kRootIno, "p", 0755, {});
+  ASSERT_OK(p);
+  for (const char* name : {"c0", "c1", "c2"}) ASSERT_OK(fsA().mkdir(p->ino, name, 0755, {}));
+  auto node = startNode({.attrTimeout = std::chrono::seconds(60)});
+  ASSERT_NE(node, nullptr);
+  fs::Filesystem& f = *node->fs;
+  ASSERT_OK(f.lookup(kRootIno, "p"));
+  ASSERT_OK(f.lookup(p->ino, "c0"));  // a first miss: that name alone
+  ASSERT_OK(f.lookup(p->ino, "c1"));  // a second: the directory, listed
+  auto c2 = fsA().lookup(p->ino, "c2");
+  ASSERT_OK(c2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));  // so that the times move
+  ASSERT_OK(writeFile(fsA(), c2->ino, "new", "x"));           // c2 changes after the listing
+  store_->reset();
+  auto seen = f.lookup(p->ino, "c2");
+  ASSERT_OK(seen);
+  EXPECT_EQ(store_->counts().omapGets, 0u);
+  EXPECT_EQ(store_->counts().omapLists, 0u);
+  EXPECT_EQ(store_->counts().xattrReads, 1u);  // its times
+  EXPECT_EQ(seen->ino, c2->ino);
+  EXPECT_TRUE(seen->isDir());
+  auto fresh = startNode({.attrTimeout = Duration::zero()});
+  ASSERT_NE(fresh, nullptr);
+  ASSERT_OK(fresh->fs->lookup(kRootIno, "p"));
+  auto truth = fresh->fs->lookup(p->ino, "c2");
+  ASSERT_OK(truth);
+  EXPECT_GT(truth->mtime, c2->mtime);
+  EXPECT_EQ(seen->mtime, truth->mtime);
+}
+
+// A directory's listing past attr_timeout is renewed by one stat while the directory object has
+// not changed; once another node changed an entry (a file rewritten), it is not: the lookup finds
+// the new dentry, never the one listed before.
+TEST_F(FilesystemTest, AnExpiredListingIsRenewedOnlyWhileTheDirectoryIsUnchanged) {
+  constexpr auto kTtl = std::chrono::milliseconds(300);
+  auto dir = fsA().mkdir(kRootIno, "d", 0755, {});
+  ASSERT_OK(dir);
+  for (const char* name : {"a", "b", "c", "e"}) ASSERT_OK(writeFile(fsA(), dir->ino, name, name));
+  auto node = startNode({.attrTimeout = kTtl});
+  ASSERT_NE(node, nullptr);
+  fs::Filesystem& f = *node->fs;
+  ASSERT_OK(f.lookup(kRootIno, "d"));
+  ASSERT_OK(f.lookup(dir->ino, "a"));  // a first miss
+  ASSERT_OK(f.lookup(dir->ino, "b"));  // a second: listed
+  std::this_thread::sleep_for(kTtl + std::chrono::milliseconds(20));
+  store_->reset();
+  auto c = f.lookup(dir->ino, "c");
+  ASSERT_OK(c);
+  EXPECT_EQ(store_->counts().stats, 1u);  // the directory's version, unchanged
+  EXPECT_EQ(store_->counts().omapGets, 0u);
+  EXPECT_EQ(store_->counts().omapLists, 0u);
+
+  ASSERT_OK(writeFile(fsA(), dir->ino, "e", "rewritten elsewhere"));
+  std::this_thread::sleep_for(kTtl + std::chrono::milliseconds(20));
+  store_->reset();
+  auto e = f.lookup(dir->ino, "e");
+  ASSERT_OK(e);
+  EXPECT_EQ(store_->counts().stats, 1u);
+  EXPECT_EQ(store_->counts().omapGets, 1u);  // the listing was dropped: the name is read
+  EXPECT_EQ(e->size, std::string("rewritten elsewhere").size());
+  auto data = readFile(f, e->ino);
+  ASSERT_OK(data);
+  EXPECT_EQ(*data, "rewritten elsewhere");
+}
+
 // After this node adds, renames or removes an entry, the directory's times are the ones it wrote:
 // the getattr the kernel sends for the directory after each change reads nothing from the store
 // (a cp or tar into a directory paid two reads a file for it), and another node reads the same
