@@ -261,9 +261,9 @@ Status Filesystem::rename(Ino parent, std::string_view name, Ino newParent,
   // absent). Only a success is final: a guess the guards refuse, or an error that came from the
   // guess (EEXIST for a target removed elsewhere), is tried again with both names read below.
   if (auto src = knownFile(parent, name)) {
-    auto dst = knownFile(newParent, newName);
-    const bool sameFile = dst && dst->inode.ino == src->inode.ino;
-    if (!sameFile && (dst || !nodes_.knownDentry(newParent, std::string(newName)))) {
+    auto dst = nodes_.knownDentry(newParent, std::string(newName));
+    const bool guessable = !dst || (!dst->inode.isDir() && dst->inode.ino != src->inode.ino);
+    if (guessable) {
       Status s = renameFrom(parent, name, newParent, newName, flags, {*src, dst});
       if (s.isOk()) return s;
     }
