@@ -454,7 +454,9 @@ def report(results, args):
              ('stat walk cold, tierfs / ceph-fuse', 'tierfs', 'stat walk cold entries/s',
               'ceph-fuse', 'stat walk cold entries/s')]
     for label, num, metric, den, den_metric in rows:
-        print(f'- {label}: {ratios(results, num, metric, den, den_metric)}')
+        found = ratios(results, num, metric, den, den_metric)
+        if found:  # a loader that did not run (--loader) has none
+            print(f'- {label}: {found}')
 
 
 if __name__ == '__main__':
