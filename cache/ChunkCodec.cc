@@ -197,33 +197,48 @@ Status decompressPayload(std::string_view payload, char* raw, std::size_t rawLen
 
 }  // namespace
 
-Result<std::string> encodeChunk(std::string_view raw, const CodecOptions& opts) {
+std::size_t maxFrameSize(std::size_t rawLength) {
+  return kFrameHeaderSize + ZSTD_compressBound(rawLength);
+}
+
+Result<std::size_t> encodeChunkInto(std::string_view raw, char* frame, const CodecOptions& opts) {
   TIERFS_RETURN_IF_ERROR(checkEncodeArguments(raw, opts));
   const auto rawLength = static_cast<std::uint32_t>(raw.size());
   const std::uint64_t checksum = xxh3(raw.data(), raw.size());
   // Stored raw, the payload is the raw bytes: its check comes free from their checksum.
   FrameHeader header{Codec::kNone, rawLength, rawLength, checksum, low32(checksum)};
-  std::string frame;
+  char* payload = frame + kFrameHeaderSize;
   if (opts.codec == Codec::kZstd) {
     // Room for zstd's worst case, which is also room for the raw bytes if compression doesn't pay.
-    frame.resize(kFrameHeaderSize + ZSTD_compressBound(raw.size()));
-    char* payload = frame.data() + kFrameHeaderSize;
-    TIERFS_ASSIGN_OR_RETURN(std::size_t compressed,
-                            compressPayload(raw, payload, frame.size() - kFrameHeaderSize, opts));
+    TIERFS_ASSIGN_OR_RETURN(
+        std::size_t compressed,
+        compressPayload(raw, payload, maxFrameSize(raw.size()) - kFrameHeaderSize, opts));
     if (compressed != 0) {
       header.codec = Codec::kZstd;
       header.storedLength = static_cast<std::uint32_t>(compressed);
       header.payloadCheck = low32(xxh3(payload, compressed));
     }
   }
-  frame.resize(kFrameHeaderSize + header.storedLength);
-  if (header.codec == Codec::kNone && !raw.empty()) {
-    std::memcpy(frame.data() + kFrameHeaderSize, raw.data(), raw.size());
-  } else if (header.codec == Codec::kZstd) {
-    frame.shrink_to_fit();  // callers may keep frames in memory: don't pin the worst-case buffer
-  }
-  writeHeader(header, frame.data());
+  if (header.codec == Codec::kNone && !raw.empty()) std::memcpy(payload, raw.data(), raw.size());
+  writeHeader(header, frame);
+  return kFrameHeaderSize + header.storedLength;
+}
+
+Result<std::string> encodeChunk(std::string_view raw, const CodecOptions& opts) {
+  TIERFS_RETURN_IF_ERROR(checkEncodeArguments(raw, opts));  // before sizing a buffer by raw
+  std::string frame(maxFrameSize(raw.size()), '\0');
+  TIERFS_ASSIGN_OR_RETURN(std::size_t length, encodeChunkInto(raw, frame.data(), opts));
+  frame.resize(length);
+  // Callers may keep frames in memory: don't pin the worst-case buffer.
+  if (frame.capacity() > length + (length >> 3)) frame.shrink_to_fit();
   return frame;
+}
+
+Result<Bytes> encodeChunk(std::string_view raw, BufferPool& pool, const CodecOptions& opts) {
+  TIERFS_RETURN_IF_ERROR(checkEncodeArguments(raw, opts));
+  BufferPool::Buffer buffer = pool.take(maxFrameSize(raw.size()));
+  TIERFS_ASSIGN_OR_RETURN(std::size_t length, encodeChunkInto(raw, buffer.data(), opts));
+  return std::move(buffer).seal().slice(0, length);
 }
 
 Result<FrameHeader> parseFrameHeader(std::string_view frame) {

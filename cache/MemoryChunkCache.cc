@@ -34,9 +34,9 @@ class MemoryChunkCache final : public ChunkCache {
 
   void write(const ChunkKey& key, Bytes raw, Callback<std::uint64_t> done) override {
     codecPool_.post([this, key, raw = std::move(raw), done = std::move(done)]() mutable {
-      auto frame = encodeChunk(raw, options_.codec);
+      auto frame = encodeChunk(raw, *buffers_, options_.codec);
       if (!frame) return done(failure(frame.error()));
-      Bytes stored(std::move(*frame));
+      Bytes stored = std::move(*frame);
       store_.createExclusive(key.objectName(), stored,
                              [this, key, raw, stored, done](Result<std::uint64_t> r) {
                                if (!r) return done(failure(r.error()));

@@ -6,8 +6,12 @@ namespace tierfs::fs {
 
 void FileWriter::SlotBuffer::put(std::uint32_t at, std::string_view bytes) {
   const auto end = static_cast<std::uint32_t>(at + bytes.size());
-  if (data.size() < end) data.resize(end);
-  std::copy(bytes.begin(), bytes.end(), data.begin() + at);
+  if (at == data.size()) {
+    data.append(bytes);  // a stream: nothing to zero first
+  } else {
+    if (data.size() < end) data.resize(end);
+    std::copy(bytes.begin(), bytes.end(), data.begin() + at);
+  }
   // Insert [at, end) and merge everything it touches.
   std::vector<std::pair<std::uint32_t, std::uint32_t>> merged;
   std::pair<std::uint32_t, std::uint32_t> add{at, end};
@@ -93,6 +97,11 @@ Status FileWriter::write(std::uint64_t offset, std::string_view data) {
 void FileWriter::writeSlotLocked(std::uint64_t slot, std::uint32_t at, std::string_view bytes) {
   SlotBuffer& buf = dirty_[slot];
   const std::size_t before = buf.data.size();
+  // A stream that has filled a quarter of the slot is likely to fill it: room for all of it at
+  // once, not a reallocation (and a copy) each time the buffer doubles.
+  if (at == before && at + bytes.size() > chunkSize_ / 4 && buf.data.capacity() < chunkSize_) {
+    buf.data.reserve(chunkSize_);
+  }
   buf.put(at, bytes);
   setUnflushedLocked(unflushedBytes_ + buf.data.size() - before);
 }
@@ -121,7 +130,17 @@ Status FileWriter::startUploadLocked(std::uint64_t slot, std::unique_lock<std::m
   const std::uint64_t buffered = buf.data.size();
   const std::uint64_t slotStart = slot * chunkSize_;
   const std::uint64_t start = slotStart + buf.lo();
-  std::string bytes = buf.data.substr(buf.lo(), buf.hi() - buf.lo());  // gaps: zeros, unused
+  // The upload and this node's readers share the buffer (no copy) unless it holds much more
+  // room than bytes, which the memory cache would then keep for nothing.
+  const std::size_t length = buf.hi() - buf.lo();
+  Bytes bytes;  // gaps: zeros, unused
+  if (buf.data.capacity() - length <= length / 8) {
+    buf.sent = Bytes(std::move(buf.data));
+    buf.data = std::string();
+    bytes = buf.sent.slice(buf.lo(), length);
+  } else {
+    bytes = Bytes(buf.data.substr(buf.lo(), length));
+  }
   std::vector<std::pair<std::uint32_t, std::uint32_t>> covered = buf.covered;
   bool needVersion = chunkVersion_ == 0;
   lock.unlock();
@@ -145,12 +164,11 @@ Status FileWriter::startUploadLocked(std::uint64_t slot, std::unique_lock<std::m
   }
   cache::ChunkKey key{ino_, chunkVersion_, piece};
   lock.unlock();
-  ctx_.cache.write(key, Bytes(std::move(bytes)),
-                   [this, slot, runs, buffered](Result<std::uint64_t> r) {
-                     std::lock_guard guard(mu_);
-                     if (r) storedBytes_ += *r;
-                     finishUploadLocked(slot, runs, buffered, statusOf(r));
-                   });
+  ctx_.cache.write(key, std::move(bytes), [this, slot, runs, buffered](Result<std::uint64_t> r) {
+    std::lock_guard guard(mu_);
+    if (r) storedBytes_ += *r;
+    finishUploadLocked(slot, runs, buffered, statusOf(r));
+  });
   lock.lock();
   return Status::ok();
 }
@@ -180,6 +198,10 @@ void FileWriter::keepFailedLocked(std::uint64_t slot) {
   auto failed = uploading_.extract(slot);
   if (failed.empty()) return;
   SlotBuffer merged = std::move(failed.mapped());
+  if (!merged.sent.empty()) {  // writable again
+    merged.data = std::string(merged.sent.view());
+    merged.sent = Bytes();
+  }
   std::uint64_t counted = merged.data.size();
   if (auto newer = dirty_.find(slot); newer != dirty_.end()) {
     counted += newer->second.data.size();
@@ -243,7 +265,7 @@ std::vector<FileWriter::Patch> FileWriter::patchesLocked(std::uint64_t offset,
       for (const auto& [lo, hi] : buf.covered) {
         const std::uint64_t a = std::max(offset, slotStart + lo);
         const std::uint64_t b = std::min(end, slotStart + hi);
-        if (a < b) out.push_back({a, buf.data.substr(a - slotStart, b - a)});
+        if (a < b) out.push_back({a, std::string(buf.bytes().substr(a - slotStart, b - a))});
       }
     }
   }

@@ -9,6 +9,7 @@
 #include <variant>
 #include <vector>
 
+#include "common/Bytes.h"
 #include "fs/DataReader.h"
 #include "fs/Volume.h"
 
@@ -67,9 +68,11 @@ class FileWriter {
  private:
   struct SlotBuffer {
     std::string data;  // bytes of the slot from its start; valid where `covered`
+    Bytes sent;        // the same bytes once their upload has started (data is then empty)
     std::vector<std::pair<std::uint32_t, std::uint32_t>> covered;  // sorted, disjoint [lo, hi)
     std::uint32_t lo() const { return covered.front().first; }
     std::uint32_t hi() const { return covered.back().second; }
+    std::string_view bytes() const { return sent.empty() ? std::string_view(data) : sent.view(); }
     void put(std::uint32_t at, std::string_view bytes);
     void clip(std::uint32_t end);
   };

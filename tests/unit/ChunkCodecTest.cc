@@ -357,6 +357,28 @@ TEST(ChunkCodec, ACompressedFrameDecodesIntoThePool) {
   EXPECT_EQ(pool.allocated(), 1u) << "each decode should have reused the one buffer";
 }
 
+// The write path encodes into pooled buffers: the same frames as encodeChunk's strings, for raw
+// and compressed payloads, from one buffer reused encode after encode.
+TEST(ChunkCodec, PooledEncodeGivesTheSameFramesFromOneReusedBuffer) {
+  BufferPool pool(64 << 10, 2);
+  for (const std::string& raw : {randomBytes(60000, 12), textBytes(60000, 13)}) {
+    const std::string expected = encodeOrDie(raw);
+    for (int i = 0; i < 3; ++i) {
+      auto frame = encodeChunk(raw, pool);
+      ASSERT_TRUE(frame) << frame.error().toString();
+      EXPECT_TRUE(frame->view() == expected);
+      auto decoded = decodeChunk(*frame);
+      ASSERT_TRUE(decoded) << decoded.error().toString();
+      EXPECT_TRUE(*decoded == raw);
+    }
+  }
+  EXPECT_EQ(parseFrameHeader(encodeOrDie(textBytes(60000, 13)))->codec, Codec::kZstd);
+  EXPECT_EQ(pool.allocated(), 1u) << "each encode should have reused the one buffer";
+  auto refused = encodeChunk(std::string(kMaxChunkSize + 1, 'a'), pool);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code(), StatusCode::kInvalidArgument) << refused.error().toString();
+}
+
 TEST(ChunkCodec, EverySingleByteCorruptionOfACompressedFrameIsDetected) {
   const std::string frame = encodeOrDie(textBytes(3000, 5));
   auto header = parseFrameHeader(frame);

@@ -112,6 +112,13 @@ class FilesystemTest : public ::testing::Test {
     return data->toString();
   }
 
+  // The root directory's file `name` as read by a node that starts now (another GPU node).
+  Result<std::string> readOnNewNode(const std::string& name) {
+    auto node = startNode({});
+    TIERFS_ASSIGN_OR_RETURN(fs::Inode found, node->fs->lookup(kRootIno, name));
+    return readFile(*node->fs, found.ino);
+  }
+
   // The chunk objects in the store, optionally of one file only.
   std::set<cache::ChunkKey> chunkObjects(Ino ino = 0) {
     std::set<cache::ChunkKey> out;

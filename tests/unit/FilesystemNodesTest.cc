@@ -223,10 +223,7 @@ TEST_F(FilesystemNodesTest, ConcurrentCommitsFromTwoNodesAreBothKept) {
   expected.replace(kChunk / 2, kChunk / 2, randomBytes(kChunk / 2, 200 + last));
   expected.replace(3 * kChunk, kChunk, randomBytes(kChunk, 300 + last));
 
-  auto c = startNode({});
-  auto found = c->fs->lookup(kRootIno, "f");
-  ASSERT_OK(found);
-  auto data = readFile(*c->fs, found->ino);
+  auto data = readOnNewNode("f");
   ASSERT_OK(data);
   EXPECT_TRUE(*data == expected);
 }

@@ -429,10 +429,7 @@ TEST_F(FilesystemTest, ConcurrentWritesToOneFileAreAllKept) {
   ASSERT_OK(local);
   EXPECT_TRUE(*local == data);
   ASSERT_OK(fsA().release(std::move(file)));
-  auto other = startNode({});
-  auto found = other->fs->lookup(kRootIno, "f");
-  ASSERT_OK(found);
-  auto stored = readFile(*other->fs, found->ino);
+  auto stored = readOnNewNode("f");
   ASSERT_OK(stored);
   EXPECT_TRUE(*stored == data);
 }
