@@ -195,14 +195,13 @@ Status decompressPayload(std::string_view payload, char* raw, std::size_t rawLen
   return Status::ok();
 }
 
-}  // namespace
-
 std::size_t maxFrameSize(std::size_t rawLength) {
   return kFrameHeaderSize + ZSTD_compressBound(rawLength);
 }
 
+// The encoder both encodeChunk forms share: writes the frame of `raw` (arguments already checked)
+// at `frame`, which has room for maxFrameSize(raw.size()) bytes, and returns its length.
 Result<std::size_t> encodeChunkInto(std::string_view raw, char* frame, const CodecOptions& opts) {
-  TIERFS_RETURN_IF_ERROR(checkEncodeArguments(raw, opts));
   const auto rawLength = static_cast<std::uint32_t>(raw.size());
   const std::uint64_t checksum = xxh3(raw.data(), raw.size());
   // Stored raw, the payload is the raw bytes: its check comes free from their checksum.
@@ -210,9 +209,8 @@ Result<std::size_t> encodeChunkInto(std::string_view raw, char* frame, const Cod
   char* payload = frame + kFrameHeaderSize;
   if (opts.codec == Codec::kZstd) {
     // Room for zstd's worst case, which is also room for the raw bytes if compression doesn't pay.
-    TIERFS_ASSIGN_OR_RETURN(
-        std::size_t compressed,
-        compressPayload(raw, payload, maxFrameSize(raw.size()) - kFrameHeaderSize, opts));
+    TIERFS_ASSIGN_OR_RETURN(std::size_t compressed,
+                            compressPayload(raw, payload, ZSTD_compressBound(raw.size()), opts));
     if (compressed != 0) {
       header.codec = Codec::kZstd;
       header.storedLength = static_cast<std::uint32_t>(compressed);
@@ -223,6 +221,8 @@ Result<std::size_t> encodeChunkInto(std::string_view raw, char* frame, const Cod
   writeHeader(header, frame);
   return kFrameHeaderSize + header.storedLength;
 }
+
+}  // namespace
 
 Result<std::string> encodeChunk(std::string_view raw, const CodecOptions& opts) {
   TIERFS_RETURN_IF_ERROR(checkEncodeArguments(raw, opts));  // before sizing a buffer by raw

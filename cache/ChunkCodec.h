@@ -61,10 +61,6 @@ Result<std::string> encodeChunk(std::string_view raw, const CodecOptions& opts =
 // fresh pages: the write path's encoder (a 4 MiB std::string costs a 4 MiB memset and, on a VM
 // that hands freed memory back to its host, a page fault every 4 KiB).
 Result<Bytes> encodeChunk(std::string_view raw, BufferPool& pool, const CodecOptions& opts = {});
-// The largest frame of `rawLength` bytes, and the encoder both front ends share: writes the
-// frame at `frame` (room for maxFrameSize(raw.size()) bytes) and returns its length.
-std::size_t maxFrameSize(std::size_t rawLength);
-Result<std::size_t> encodeChunkInto(std::string_view raw, char* frame, const CodecOptions& opts);
 
 // Checks everything that can be checked without the payload: magic, version, header check,
 // reserved field, codec, lengths within kMaxChunkSize, codec none storing exactly the raw length,
