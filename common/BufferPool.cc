@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -20,23 +21,46 @@ std::size_t wholePages(std::size_t bytes) {
   return (bytes + kPageSize - 1) / kPageSize * kPageSize;
 }
 
-// A buffer of a huge page or more starts on a huge-page boundary and asks for transparent huge
-// pages for its whole huge pages: an O_DIRECT read pins the pages it reads into, and 4 MiB in
-// two huge pages pin (and, in a VM, map on the host) far faster than in 1,024 small ones
-// (docs/BENCHMARKS.md). Where THP is off the advice is ignored.
+// A buffer of a huge page or more is mapped on its own, starting on a huge-page boundary, and asks
+// for transparent huge pages for its whole huge pages: an O_DIRECT read pins the pages it reads
+// into, and 4 MiB in two huge pages pin (and, in a VM, map on the host) far faster than in 1,024
+// small ones (docs/BENCHMARKS.md). Where THP is off the advice is ignored. Mapped, not malloc'd:
+// malloc's heap keeps the memory the daemon faulted in at start for librados's receive buffers
+// (tools/Allocator.h) for them, and a chunk buffer would take it.
 char* rawPages(std::size_t bytes) {
   const std::size_t length = wholePages(bytes);
-  const bool huge = length >= kHugePage;
-  void* p = nullptr;
-  if (posix_memalign(&p, huge ? kHugePage : kPageSize, length) != 0) throw std::bad_alloc();
-  if (huge) (void)madvise(p, length / kHugePage * kHugePage, MADV_HUGEPAGE);
-  return static_cast<char*>(p);
+  if (length < kHugePage) {
+    void* p = nullptr;
+    if (posix_memalign(&p, kPageSize, length) != 0) throw std::bad_alloc();
+    return static_cast<char*>(p);
+  }
+  void* map =
+      mmap(nullptr, length + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (map == MAP_FAILED) throw std::bad_alloc();
+  char* start = static_cast<char*>(map);
+  char* aligned =
+      start + (kHugePage - reinterpret_cast<std::uintptr_t>(start) % kHugePage) % kHugePage;
+  if (aligned > start) munmap(start, aligned - start);
+  char* end = start + length + kHugePage;
+  if (end > aligned + length) munmap(aligned + length, end - (aligned + length));
+  (void)madvise(aligned, length / kHugePage * kHugePage, MADV_HUGEPAGE);
+  return aligned;
+}
+
+void freePages(char* p, std::size_t bytes) {
+  const std::size_t length = wholePages(bytes);
+  if (length < kHugePage) {
+    std::free(p);
+  } else {
+    munmap(p, length);
+  }
 }
 
 }  // namespace
 
 std::shared_ptr<char> allocatePages(std::size_t bytes) {
-  return std::shared_ptr<char>(rawPages(std::max<std::size_t>(bytes, 1)), std::free);
+  const std::size_t length = std::max<std::size_t>(bytes, 1);
+  return std::shared_ptr<char>(rawPages(length), [length](char* p) { freePages(p, length); });
 }
 
 struct BufferPool::State {
@@ -46,7 +70,7 @@ struct BufferPool::State {
   std::size_t allocated = 0;
 
   ~State() {
-    for (char* p : idle) std::free(p);
+    for (char* p : idle) freePages(p, bufferBytes);
   }
 
   void giveBack(char* p) {
@@ -57,7 +81,7 @@ struct BufferPool::State {
         return;
       }
     }
-    std::free(p);
+    freePages(p, bufferBytes);
   }
 };
 

@@ -2,7 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
 #ifdef TIERFS_WITH_TCMALLOC
+#include <gperftools/malloc_extension.h>
 #include <gperftools/malloc_extension_c.h>
 #include <gperftools/tcmalloc.h>
 #else
@@ -34,9 +39,30 @@ HeapFigures heapFigures() {
           .heldBytes = heap > unmapped ? heap - unmapped : 0};
 }
 
+std::size_t warmHeap(std::size_t bytes, std::size_t blockBytes) {
+  if (blockBytes == 0) return 0;
+  // tcmalloc hands freed pages back to the kernel a span at a time, the first time soon after
+  // start: with its release rate at 0 while these blocks are freed, it keeps them all.
+  MallocExtension* tcmalloc = MallocExtension::instance();
+  const double rate = tcmalloc->GetMemoryReleaseRate();
+  tcmalloc->SetMemoryReleaseRate(0);
+  std::vector<void*> blocks;
+  for (std::size_t done = 0; done < bytes; done += blockBytes) {
+    void* block = std::malloc(blockBytes);
+    if (block == nullptr) break;
+    std::memset(block, 0, blockBytes);
+    blocks.push_back(block);
+  }
+  for (void* block : blocks) std::free(block);
+  tcmalloc->SetMemoryReleaseRate(rate);
+  return blocks.size() * blockBytes;
+}
+
 #else
 
 std::string allocatorName() { return "glibc malloc"; }
+
+std::size_t warmHeap(std::size_t, std::size_t) { return 0; }
 
 HeapFigures heapFigures() {
   const struct mallinfo2 info = mallinfo2();

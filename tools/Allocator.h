@@ -18,4 +18,13 @@ std::string allocatorName();
 
 HeapFigures heapFigures();
 
+// Faults in `bytes` of heap now, in blocks of `blockBytes`, and frees them for reuse; returns the
+// bytes so kept (0 on glibc's malloc, which gives large freed blocks back to the kernel). Why:
+// librados receives each chunk into a buffer it allocates, and a fresh daemon's first cold stream
+// faulted in a read-ahead window of new heap page by page (6,000-9,000 faults for 1 GiB, nearly
+// all in the socket receive; 100-130 with this) and spent 20-30% more CPU a MiB than warmed
+// (docs/BENCHMARKS.md, "A fresh daemon's first stream"). Call it in the process that serves
+// (after daemonising: a forked child would copy every page it writes).
+std::size_t warmHeap(std::size_t bytes, std::size_t blockBytes);
+
 }  // namespace tierfs::tools

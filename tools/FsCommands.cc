@@ -15,8 +15,10 @@
 #include "common/Units.h"
 #include "fs/Filesystem.h"
 #include "fs/Fsck.h"
+#include "fs/ReadAhead.h"
 #include "fs/Volume.h"
 #include "fs/fuse/FuseServer.h"
+#include "tools/Allocator.h"
 #include "tools/BackendOptions.h"
 #include "tools/ControlService.h"
 #include "tools/Logging.h"
@@ -157,10 +159,21 @@ fs::ServeHooks serviceManagerHooks(const std::string& uuid, const std::string& m
   return hooks;
 }
 
+// One stream's read-ahead window of librados receive buffers, faulted in before the first cold
+// stream needs them (tools/Allocator.h): a window is what one stream keeps in flight, and more
+// would only add to the daemon's memory for streams that may never run at once.
+void warmHeapForReads(const DaemonConfig& cfg, const BufferPool& buffers) {
+  const fs::ReadAheadOptions readAhead =
+      fs::fitReadAheadToMemory(cfg.fs.readAhead, cfg.cache.capacityBytes);
+  const std::size_t kept = warmHeap(readAhead.maxWindow, buffers.bufferBytes());
+  if (kept > 0) spdlog::debug("faulted in {} MiB of heap for back-end reads", kept >> 20);
+}
+
 Status serveMount(const DaemonConfig& cfg, bool autoMkfs, int reportFd, const MountArgs& args) {
   notify::status("opening the volume");
   MetricsRecorders recorders;  // before the stack: its store records calls into it to the end
   TIERFS_ASSIGN_OR_RETURN(auto stack, openFilesystem(cfg, autoMkfs));
+  warmHeapForReads(cfg, *stack->buffers);
   if (!cfg.fs.readOnly) recoverRenames(*stack->volume);
   // Declared after the stack: the socket closes (and its handlers end) before the stack goes.
   ControlService service(*stack, cfg.mount.mountpoint);

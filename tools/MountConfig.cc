@@ -348,6 +348,7 @@ Result<std::unique_ptr<FsStack>> openFilesystem(const DaemonConfig& cfg, bool au
   cacheOptions.codec.zstdLevel = cfg.zstdLevel.value_or(record.zstdLevel);
   cacheOptions.chunkBytes = record.chunkSize;
   cacheOptions.buffers = cache::makeChunkBufferPool(record.chunkSize);
+  stack->buffers = cacheOptions.buffers;
   if (!cfg.devices.devices.empty()) {
     cache::DeviceTierOptions devices = cfg.devices;
     devices.regions.readBuffers = cacheOptions.buffers;  // a device hit is kept without a copy

@@ -103,6 +103,7 @@ struct FsStack {
   std::unique_ptr<fs::Volume> volume;
   std::unique_ptr<cache::DeviceTier> devices;
   std::unique_ptr<cache::ChunkCache> chunks;
+  std::shared_ptr<BufferPool> buffers;  // the chunks' buffers (cache::makeChunkBufferPool)
   std::unique_ptr<cache::SizingAdvisor> advisor;  // null when [advisor] is off
   std::uint64_t cacheBytes = 0;                   // memory and devices: what the advisor judges
   std::unique_ptr<fs::Filesystem> filesystem;

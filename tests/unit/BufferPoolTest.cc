@@ -1,4 +1,6 @@
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cinttypes>
@@ -128,6 +130,35 @@ TEST(BufferPoolTest, BuffersOfAHugePageOrMoreAreHugePageAlignedAndAdvised) {
   // A small buffer stays on small pages.
   std::shared_ptr<char> small = allocatePages(64 << 10);
   EXPECT_EQ(vmFlagsOf(small.get()).find(" hg"), std::string::npos);
+}
+
+// Whether any page of [p, p + bytes) is mapped: mincore() fails with ENOMEM where one is not.
+bool mapped(const char* p, std::size_t bytes) {
+  std::vector<unsigned char> resident((bytes + kPageSize - 1) / kPageSize);
+  return mincore(const_cast<char*>(p), bytes, resident.data()) == 0;
+}
+
+// Buffers of a huge page or more are mappings of their own, outside malloc's heap (which keeps
+// what the daemon faulted in at start for librados: tools/Allocator.h), and one that leaves the
+// pool goes back to the kernel; an idle one stays mapped.
+TEST(BufferPoolTest, BuffersOfAHugePageOrMoreAreTheirOwnMappings) {
+  constexpr std::size_t kChunkBuffer = (4 << 20) + (64 << 10);
+  BufferPool pool(kChunkBuffer, 1);
+  Bytes kept = pool.copy(std::string(kChunkBuffer, 'k'));
+  Bytes dropped = pool.copy(std::string(kChunkBuffer, 'd'));
+  const char* keptAt = kept.data();
+  const char* droppedAt = dropped.data();
+  ASSERT_TRUE(mapped(droppedAt, kChunkBuffer));
+  kept = Bytes();     // idle: the pool keeps it
+  dropped = Bytes();  // over maxIdle: unmapped
+  EXPECT_TRUE(mapped(keptAt, kChunkBuffer));
+  EXPECT_FALSE(mapped(droppedAt, kChunkBuffer));
+  EXPECT_FALSE(mapped(droppedAt + kChunkBuffer - kPageSize, kPageSize)) << "the last page too";
+
+  std::shared_ptr<char> region = allocatePages(8 << 20);
+  const char* regionAt = region.get();
+  region.reset();
+  EXPECT_FALSE(mapped(regionAt, 8 << 20));
 }
 
 TEST(BufferPoolTest, BytesMayOutliveThePool) {
